@@ -1,0 +1,209 @@
+/// quadgrid: 2D spatial indexes for collision detection (the broad phase).
+///
+/// One header, one interface, several index kinds. Every kind gives exactly the
+/// answers a brute-force loop gives on closed float boxes; the kinds differ only
+/// in speed and memory. See README.md for the table of kinds and measured figures.
+///
+/// Threading: functions that take `const qg_index *` never change the index and
+/// may run at the same time from several threads on one index, as long as no
+/// thread changes it. The library has no global state and never prints, aborts
+/// or exits.
+#ifndef QUADGRID_H
+#define QUADGRID_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(QUADGRID_SHARED)
+#  if defined(QUADGRID_BUILDING)
+#    define QG_API __declspec(dllexport)
+#  else
+#    define QG_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__)
+#  define QG_API __attribute__((visibility("default")))
+#else
+#  define QG_API
+#endif
+
+/// Library version.
+#define QG_VERSION_MAJOR 0
+#define QG_VERSION_MINOR 1
+#define QG_VERSION_PATCH 0
+
+/// A closed axis-aligned box: a point has min == max. Stored boxes must be
+/// finite with min <= max on both axes.
+typedef struct qg_rect {
+    float min_x, min_y, max_x, max_y;
+} qg_rect;
+
+/// Names a live element: >= 0, stable until the element is removed. Freed
+/// handles are reused by later inserts. A negative value returned by
+/// qg_insert is a qg_status.
+typedef int32_t qg_handle;
+
+/// An index of one kind. Opaque: create it with qg_create.
+typedef struct qg_index qg_index;
+
+/// Result of a call. Every error leaves the index exactly as it was.
+typedef enum qg_status {
+    QG_OK = 0,
+    /// NaN or infinite coordinate, min > max, bad config or argument.
+    QG_ERR_INVALID = -1,
+    /// Not a live handle of this index.
+    QG_ERR_HANDLE = -2,
+    /// An allocation failed; the index is exactly as it was before the call.
+    QG_ERR_NOMEM = -3,
+    /// The element count would pass what the index can address, or a box is
+    /// larger than the kind accepts.
+    QG_ERR_CAPACITY = -4,
+} qg_status;
+
+/// The index kinds. README.md says which to choose for which scene.
+typedef enum qg_kind {
+    QG_QUADTREE,        ///< tight quadtree, 8-byte nodes, deferred cleanup
+    QG_LOOSE_QUADTREE,  ///< loose quadtree, one leaf per element
+    QG_LEVEL_QUADTREE,  ///< complete preallocated quadtree, O(1) insert/remove
+    QG_BUCKET_QUADTREE, ///< the classic textbook bucket quadtree
+    QG_GRID,            ///< uniform grid, 4-byte cells, row lists
+    QG_MULTI_GRID,      ///< fine grid plus coarse occupancy levels
+    QG_LOOSE_GRID,      ///< loose/tight double grid
+    QG_POINT_GRID,      ///< one centre point per element, bounded size
+    QG_BRUTE_FORCE,     ///< flat array; the oracle every test compares with
+    QG_KIND_COUNT
+} qg_kind;
+
+/// A user allocator, used for every byte an index holds (the qg_index struct
+/// included). Works like realloc: `ptr == NULL` allocates, `new_size == 0`
+/// frees and returns NULL, otherwise resizes. Returns NULL on failure, in which
+/// case `ptr` must stay valid. `old_size` is the size of the block `ptr` names
+/// (0 when ptr is NULL). quadgrid never asks to shrink a block expecting it to
+/// fail, and treats a NULL from a shrink as "keep the old block".
+typedef struct qg_allocator {
+    void *(*realloc)(void *ptr, size_t old_size, size_t new_size, void *user);
+    void *user;
+} qg_allocator;
+
+/// Configuration of a new index. Start from qg_default_config, set bounds,
+/// tune the rest if you like.
+typedef struct qg_config {
+    qg_kind kind;
+    /// The world. Boxes partly or wholly outside it are still stored and found;
+    /// they just cost more. Must be finite with min < max on both axes.
+    qg_rect bounds;
+    /// Typical element width; 0 = choose from bounds. Tunes depth and cell size.
+    float element_size;
+    /// QG_POINT_GRID: the largest width or height a box may have.
+    float max_element_size;
+    /// Trees: maximum depth (root = 0); 0 = choose so the smallest cell is a
+    /// little over element_size.
+    int max_depth;
+    /// Trees: elements a leaf holds before it splits; 0 = the kind's default.
+    int leaf_capacity;
+    /// Grids: cell width and height; 0 = choose from element_size.
+    float cell_size;
+    /// All zero = the C library's realloc/free.
+    qg_allocator allocator;
+} qg_config;
+
+/// Defaults for a kind: bounds [0,1024]^2, everything else "choose for me".
+/// The caller sets .bounds and may tune the rest.
+QG_API qg_config qg_default_config(qg_kind kind);
+
+/// Creates an index. On success *out is the index and QG_OK is returned; on
+/// failure *out is set to NULL. QG_ERR_INVALID for a bad config or a kind that
+/// is not built; QG_ERR_NOMEM when the allocator fails.
+QG_API qg_status qg_create(const qg_config *config, qg_index **out);
+
+/// Frees every byte the index holds. qg_destroy(NULL) does nothing.
+QG_API void qg_destroy(qg_index *index);
+
+/// Inserts a box. Returns its handle (>= 0) or a negative qg_status.
+QG_API qg_handle qg_insert(qg_index *index, qg_rect box);
+
+/// Removes a live element. QG_ERR_HANDLE if the handle is not live.
+QG_API qg_status qg_remove(qg_index *index, qg_handle handle);
+
+/// Gives a live element a new box; the handle stays the same.
+QG_API qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box);
+
+/// Reads the box of a live element.
+QG_API qg_status qg_get(const qg_index *index, qg_handle handle, qg_rect *box);
+
+/// Number of live elements (0 for NULL).
+QG_API int32_t qg_count(const qg_index *index);
+
+/// Deferred upkeep (for trees: collapse empty leaves; for loose kinds: shrink
+/// boxes). Call once a frame, after the moves. Never allocates.
+QG_API void qg_cleanup(qg_index *index);
+
+/// Removes every element, keeps the memory for reuse.
+QG_API void qg_clear(qg_index *index);
+
+/// Query callback. Return false to stop early. Must not change the index that
+/// calls it.
+typedef bool qg_query_fn(qg_handle handle, void *user);
+
+/// Pair callback, called with a < b. Return false to stop early. Must not
+/// change the index that calls it.
+typedef bool qg_pair_fn(qg_handle a, qg_handle b, void *user);
+
+/// Calls fn once for each live element whose closed box overlaps the closed
+/// `area`, and for no other. The area may be unbounded (+/-infinity), not NaN.
+QG_API qg_status qg_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user);
+
+/// qg_query with the area [x,x] x [y,y].
+QG_API qg_status qg_query_point(const qg_index *index, float x, float y, qg_query_fn *fn,
+                                void *user);
+
+/// Calls fn exactly once for each unordered pair of live elements whose closed
+/// boxes overlap, with a < b. Order is unspecified but deterministic for the
+/// same sequence of calls.
+QG_API qg_status qg_pairs(const qg_index *index, qg_pair_fn *fn, void *user);
+
+/// What an index holds right now.
+typedef struct qg_stats {
+    /// Bytes this index holds from its allocator right now, exactly.
+    size_t memory_bytes;
+    /// nodes/leaves: cells for grids.
+    int32_t elements, nodes, leaves, max_depth_reached;
+} qg_stats;
+
+/// Reads the stats (all zero for NULL).
+QG_API qg_stats qg_get_stats(const qg_index *index);
+
+/// Visit callback: one node or cell, its box, its depth (0 = root or grid
+/// level), and how many element entries it holds.
+typedef void qg_visit_fn(qg_rect cell, int depth, int32_t elements, void *user);
+
+/// Calls fn for every node or cell, for drawing.
+QG_API void qg_visit(const qg_index *index, qg_visit_fn *fn, void *user);
+
+/// "quadtree", "loose_quadtree", "level_quadtree", "bucket_quadtree", "grid",
+/// "multi_grid", "loose_grid", "point_grid", "brute_force"; NULL if unknown.
+QG_API const char *qg_kind_name(qg_kind kind);
+
+/// The kind for a name given by qg_kind_name. QG_ERR_INVALID if unknown.
+QG_API qg_status qg_kind_from_name(const char *name, qg_kind *out);
+
+/// "QG_OK", "QG_ERR_INVALID", ...; "QG_ERR_UNKNOWN" for other values.
+QG_API const char *qg_status_name(qg_status status);
+
+/// True when qg_create can build this kind in this version of the library.
+QG_API bool qg_kind_available(qg_kind kind);
+
+/// Checks the index's internal invariants (lists, counts, free lists, memory
+/// accounting). Returns QG_OK or QG_ERR_INVALID. For tests and debugging; it
+/// walks everything, so it is slow.
+QG_API qg_status qg_validate(const qg_index *index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QUADGRID_H */
