@@ -82,8 +82,9 @@ typedef enum qg_kind {
 /// included). Works like realloc: `ptr == NULL` allocates, `new_size == 0`
 /// frees and returns NULL, otherwise resizes. Returns NULL on failure, in which
 /// case `ptr` must stay valid. `old_size` is the size of the block `ptr` names
-/// (0 when ptr is NULL). quadgrid never asks to shrink a block expecting it to
-/// fail, and treats a NULL from a shrink as "keep the old block".
+/// (0 when ptr is NULL). A request to shrink or free a block must not fail;
+/// a request to allocate or grow may, and quadgrid then answers QG_ERR_NOMEM
+/// and leaves the index as it was.
 typedef struct qg_allocator {
     void *(*realloc)(void *ptr, size_t old_size, size_t new_size, void *user);
     void *user;

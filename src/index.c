@@ -1,0 +1,327 @@
+// The public calls: each checks its arguments once, then dispatches through
+// the kind's table. The base's element slots (boxes and the handle free list)
+// are managed here, so every kind gets handle checks, qg_get and qg_count for
+// free and cannot get them wrong.
+#include "index_internal.h"
+
+/// The table of built kinds, indexed by qg_kind. NULL = not built yet.
+static const qg_kind_class *const kind_classes[QG_KIND_COUNT] = {
+    [QG_QUADTREE] = &qg_quadtree_class,
+    [QG_BRUTE_FORCE] = &qg_brute_force_class,
+};
+
+static const char *const kind_names[QG_KIND_COUNT] = {
+    [QG_QUADTREE] = "quadtree",
+    [QG_LOOSE_QUADTREE] = "loose_quadtree",
+    [QG_LEVEL_QUADTREE] = "level_quadtree",
+    [QG_BUCKET_QUADTREE] = "bucket_quadtree",
+    [QG_GRID] = "grid",
+    [QG_MULTI_GRID] = "multi_grid",
+    [QG_LOOSE_GRID] = "loose_grid",
+    [QG_POINT_GRID] = "point_grid",
+    [QG_BRUTE_FORCE] = "brute_force",
+};
+
+static bool box_valid(qg_rect b)
+{
+    // isfinite rejects NaN and both infinities; the comparisons then order.
+    return isfinite(b.min_x) && isfinite(b.min_y) && isfinite(b.max_x) && isfinite(b.max_y) &&
+           b.min_x <= b.max_x && b.min_y <= b.max_y;
+}
+
+static bool area_valid(qg_rect b)
+{
+    return !isnan(b.min_x) && !isnan(b.min_y) && !isnan(b.max_x) && !isnan(b.max_y) &&
+           b.min_x <= b.max_x && b.min_y <= b.max_y;
+}
+
+static bool size_valid(float v)
+{
+    return isfinite(v) && v >= 0.0f;
+}
+
+/// The bits of a free slot: NaN marks it free, min_y carries the next free
+/// handle.
+static void slot_free(qg_index *index, qg_handle h)
+{
+    qg_rect *r = &index->boxes[h];
+    r->min_x = NAN;
+    memcpy(&r->min_y, &index->free_head, sizeof(int32_t));
+    index->free_head = h;
+}
+
+static int32_t slot_next_free(const qg_index *index, qg_handle h)
+{
+    int32_t next;
+    memcpy(&next, &index->boxes[h].min_y, sizeof(int32_t));
+    return next;
+}
+
+qg_config qg_default_config(qg_kind kind)
+{
+    qg_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.bounds = (qg_rect){0.0f, 0.0f, 1024.0f, 1024.0f};
+    return c;
+}
+
+bool qg_kind_available(qg_kind kind)
+{
+    return (unsigned)kind < QG_KIND_COUNT && kind_classes[kind] != NULL;
+}
+
+qg_status qg_create(const qg_config *config, qg_index **out)
+{
+    if (out == NULL)
+        return QG_ERR_INVALID;
+    *out = NULL;
+    if (config == NULL || !qg_kind_available(config->kind))
+        return QG_ERR_INVALID;
+    const qg_rect b = config->bounds;
+    if (!box_valid(b) || !(b.min_x < b.max_x) || !(b.min_y < b.max_y) ||
+        !isfinite(b.max_x - b.min_x) || !isfinite(b.max_y - b.min_y))
+        return QG_ERR_INVALID;
+    if (!size_valid(config->element_size) || !size_valid(config->max_element_size) ||
+        !size_valid(config->cell_size) || config->max_depth < 0 || config->leaf_capacity < 0)
+        return QG_ERR_INVALID;
+    if (config->allocator.realloc == NULL && config->allocator.user != NULL)
+        return QG_ERR_INVALID; // user data without a function is a mistake
+    const qg_kind_class *klass = kind_classes[config->kind];
+    qg_config resolved = *config;
+    qg_status s = klass->configure(&resolved);
+    if (s != QG_OK)
+        return s;
+
+    qg_alloc alloc;
+    qg_alloc_init(&alloc, &config->allocator);
+    qg_index *index = qg_mem_alloc(&alloc, klass->size);
+    if (index == NULL)
+        return QG_ERR_NOMEM;
+    memset(index, 0, klass->size);
+    index->klass = klass;
+    index->alloc = alloc;
+    index->config = resolved;
+    index->free_head = -1;
+    s = klass->init(index);
+    if (s != QG_OK) {
+        alloc = index->alloc;
+        qg_mem_free(&alloc, index, klass->size);
+        return s;
+    }
+    *out = index;
+    return QG_OK;
+}
+
+void qg_destroy(qg_index *index)
+{
+    if (index == NULL)
+        return;
+    index->klass->destroy(index);
+    qg_array_free(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect));
+    qg_alloc alloc = index->alloc;
+    qg_mem_free(&alloc, index, index->klass->size);
+}
+
+qg_handle qg_insert(qg_index *index, qg_rect box)
+{
+    if (index == NULL || !box_valid(box))
+        return QG_ERR_INVALID;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    const bool reuse = index->free_head >= 0;
+    qg_handle h;
+    if (reuse) {
+        h = index->free_head;
+    } else {
+        if (index->box_high == INT32_MAX)
+            return QG_ERR_CAPACITY;
+        if (!qg_txn_reserve(&txn, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect),
+                            (int64_t)index->box_high + 1))
+            return QG_ERR_NOMEM;
+        h = index->box_high;
+    }
+    // Take the slot, so the kind sees boxes[h]; a failure puts it back
+    // bit for bit.
+    const qg_rect saved = index->boxes[h];
+    if (reuse)
+        index->free_head = slot_next_free(index, h);
+    else
+        index->box_high++;
+    index->boxes[h] = box;
+    qg_status s = index->klass->insert(index, &txn, h, box);
+    if (s != QG_OK) {
+        index->boxes[h] = saved;
+        if (reuse)
+            index->free_head = h;
+        else
+            index->box_high--;
+        qg_txn_rollback(&txn);
+        return s;
+    }
+    index->count++;
+    return h;
+}
+
+qg_status qg_remove(qg_index *index, qg_handle handle)
+{
+    if (index == NULL)
+        return QG_ERR_INVALID;
+    if (!qg_slot_live(index, handle))
+        return QG_ERR_HANDLE;
+    index->klass->remove(index, handle);
+    slot_free(index, handle);
+    index->count--;
+    return QG_OK;
+}
+
+qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
+{
+    if (index == NULL)
+        return QG_ERR_INVALID;
+    if (!qg_slot_live(index, handle))
+        return QG_ERR_HANDLE;
+    if (!box_valid(box))
+        return QG_ERR_INVALID;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    qg_status s = index->klass->move(index, &txn, handle, box);
+    if (s != QG_OK)
+        qg_txn_rollback(&txn);
+    return s;
+}
+
+qg_status qg_get(const qg_index *index, qg_handle handle, qg_rect *box)
+{
+    if (index == NULL || box == NULL)
+        return QG_ERR_INVALID;
+    if (!qg_slot_live(index, handle))
+        return QG_ERR_HANDLE;
+    *box = index->boxes[handle];
+    return QG_OK;
+}
+
+int32_t qg_count(const qg_index *index)
+{
+    return index ? index->count : 0;
+}
+
+void qg_cleanup(qg_index *index)
+{
+    if (index != NULL)
+        index->klass->cleanup(index);
+}
+
+void qg_clear(qg_index *index)
+{
+    if (index == NULL)
+        return;
+    index->klass->clear(index);
+    index->box_high = 0;
+    index->free_head = -1;
+    index->count = 0;
+}
+
+qg_status qg_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user)
+{
+    if (index == NULL || fn == NULL || !area_valid(area))
+        return QG_ERR_INVALID;
+    if (index->count > 0)
+        index->klass->query(index, area, fn, user);
+    return QG_OK;
+}
+
+qg_status qg_query_point(const qg_index *index, float x, float y, qg_query_fn *fn, void *user)
+{
+    return qg_query(index, (qg_rect){x, y, x, y}, fn, user);
+}
+
+qg_status qg_pairs(const qg_index *index, qg_pair_fn *fn, void *user)
+{
+    if (index == NULL || fn == NULL)
+        return QG_ERR_INVALID;
+    if (index->count > 1)
+        index->klass->pairs(index, fn, user);
+    return QG_OK;
+}
+
+qg_stats qg_get_stats(const qg_index *index)
+{
+    qg_stats s;
+    memset(&s, 0, sizeof s);
+    if (index == NULL)
+        return s;
+    s.memory_bytes = index->alloc.bytes;
+    s.elements = index->count;
+    index->klass->stats(index, &s);
+    return s;
+}
+
+void qg_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    if (index != NULL && fn != NULL)
+        index->klass->visit(index, fn, user);
+}
+
+qg_status qg_validate(const qg_index *index)
+{
+    if (index == NULL)
+        return QG_ERR_INVALID;
+    if (index->box_high < 0 || index->box_high > index->box_capacity || index->count < 0 ||
+        index->count > index->box_high)
+        return QG_ERR_INVALID;
+    int32_t live = 0;
+    for (int32_t h = 0; h < index->box_high; ++h) {
+        if (qg_slot_live(index, h)) {
+            if (!box_valid(index->boxes[h]))
+                return QG_ERR_INVALID;
+            live++;
+        }
+    }
+    if (live != index->count)
+        return QG_ERR_INVALID;
+    // The free list holds every dead slot below box_high once, and nothing else.
+    int32_t free_count = 0;
+    for (int32_t h = index->free_head; h >= 0; h = slot_next_free(index, h)) {
+        if (h >= index->box_high || !isnan(index->boxes[h].min_x) ||
+            ++free_count > index->box_high - live)
+            return QG_ERR_INVALID;
+    }
+    if (free_count != index->box_high - live)
+        return QG_ERR_INVALID;
+    size_t bytes = index->klass->size + (size_t)index->box_capacity * sizeof(qg_rect);
+    qg_status s = index->klass->validate(index, &bytes);
+    if (s != QG_OK)
+        return s;
+    return bytes == index->alloc.bytes ? QG_OK : QG_ERR_INVALID;
+}
+
+const char *qg_kind_name(qg_kind kind)
+{
+    return (unsigned)kind < QG_KIND_COUNT ? kind_names[kind] : NULL;
+}
+
+qg_status qg_kind_from_name(const char *name, qg_kind *out)
+{
+    if (name == NULL || out == NULL)
+        return QG_ERR_INVALID;
+    for (int k = 0; k < QG_KIND_COUNT; ++k) {
+        if (strcmp(name, kind_names[k]) == 0) {
+            *out = (qg_kind)k;
+            return QG_OK;
+        }
+    }
+    return QG_ERR_INVALID;
+}
+
+const char *qg_status_name(qg_status status)
+{
+    switch (status) {
+    case QG_OK: return "QG_OK";
+    case QG_ERR_INVALID: return "QG_ERR_INVALID";
+    case QG_ERR_HANDLE: return "QG_ERR_HANDLE";
+    case QG_ERR_NOMEM: return "QG_ERR_NOMEM";
+    case QG_ERR_CAPACITY: return "QG_ERR_CAPACITY";
+    }
+    return "QG_ERR_UNKNOWN";
+}

@@ -1,0 +1,99 @@
+// The base of every index and the table of functions each kind serves.
+//
+// Data flows one way: public call (index.c) -> argument checks, done once ->
+// the kind's function -> shared helpers. A kind never re-checks NaN, handles
+// or min > max: by the time it is called, its inputs are valid.
+#ifndef QG_INDEX_INTERNAL_H
+#define QG_INDEX_INTERNAL_H
+
+#include "alloc.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct qg_kind_class qg_kind_class;
+
+/// The base every kind's struct starts with.
+///
+/// The base owns the element slots: the box of every element, live or free,
+/// and the free list of handles. A free slot has NaN in min_x (a stored box is
+/// never NaN) and the next free handle in the bits of min_y. Kinds keep their
+/// own per-element data in parallel arrays indexed by handle.
+struct qg_index {
+    const qg_kind_class *klass;
+    qg_alloc alloc;
+    qg_config config; ///< resolved: every "0 = choose" filled in
+    qg_rect *boxes;
+    int32_t box_capacity;
+    int32_t box_high;  ///< handles ever issued: [0, box_high)
+    int32_t free_head; ///< first free handle, -1 if none
+    int32_t count;     ///< live elements
+};
+
+/// The functions a kind serves (Chipmunk's cpSpatialIndexClass). Every
+/// function takes the base type and casts inside. Mutating functions follow
+/// "grow first, then mutate": they reserve through `txn` and return
+/// QG_ERR_NOMEM before changing anything; index.c rolls the txn back.
+struct qg_kind_class {
+    qg_kind kind;
+    size_t size; ///< sizeof the kind's struct, base first
+    /// Resolves the kind's "0 = choose" fields and rejects bad ones.
+    qg_status (*configure)(qg_config *config);
+    /// Allocates the kind's arrays (the struct is zeroed, the base filled).
+    /// On failure it frees what it allocated.
+    qg_status (*init)(qg_index *index);
+    /// Frees the kind's arrays (not the struct, not the base's).
+    void (*destroy)(qg_index *index);
+    /// Adds handle h (slot already taken, boxes[h] already set) to the
+    /// structure. May fail only with QG_ERR_NOMEM or QG_ERR_CAPACITY, then
+    /// before any change.
+    qg_status (*insert)(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box);
+    /// Takes live handle h out of the structure (boxes[h] still holds its box).
+    void (*remove)(qg_index *index, qg_handle h);
+    /// Gives live handle h the box `box`; the kind writes boxes[h] itself.
+    qg_status (*move)(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box);
+    void (*cleanup)(qg_index *index);
+    /// Empties the structure, keeping its memory (the base resets the slots).
+    void (*clear)(qg_index *index);
+    /// `area` is not NaN and min <= max; it may be infinite.
+    void (*query)(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user);
+    void (*pairs)(const qg_index *index, qg_pair_fn *fn, void *user);
+    /// Fills nodes, leaves, max_depth_reached.
+    void (*stats)(const qg_index *index, qg_stats *stats);
+    void (*visit)(const qg_index *index, qg_visit_fn *fn, void *user);
+    /// Checks the kind's invariants and adds the bytes its arrays hold to
+    /// *bytes.
+    qg_status (*validate)(const qg_index *index, size_t *bytes);
+};
+
+/// The kinds built in this version; NULL for kinds not built yet.
+extern const qg_kind_class qg_quadtree_class;
+extern const qg_kind_class qg_brute_force_class;
+
+/// The closed-box overlap test every kind and the oracle share.
+static inline bool qg_overlaps(qg_rect a, qg_rect b)
+{
+    return a.min_x <= b.max_x && b.min_x <= a.max_x && a.min_y <= b.max_y &&
+           b.min_y <= a.max_y;
+}
+
+/// True when slot h holds a live element.
+static inline bool qg_slot_live(const qg_index *index, qg_handle h)
+{
+    return h >= 0 && h < index->box_high && !isnan(index->boxes[h].min_x);
+}
+
+/// Reports an unordered pair with the smaller handle first.
+static inline bool qg_report_pair(qg_pair_fn *fn, void *user, qg_handle a, qg_handle b)
+{
+    return a < b ? fn(a, b, user) : fn(b, a, user);
+}
+
+/// Largest of the two axes' extents of `r` (for choosing defaults).
+static inline float qg_rect_extent(qg_rect r)
+{
+    float w = r.max_x - r.min_x, h = r.max_y - r.min_y;
+    return w > h ? w : h;
+}
+
+#endif

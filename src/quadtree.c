@@ -1,0 +1,752 @@
+// QG_QUADTREE: the tight quadtree of "Efficient Quadtrees" (seed 003, part 1).
+//
+// - A node is 8 bytes: first_child (a branch's first child, or a leaf's first
+//   element node) and count (-1 for a branch). Only the root box is stored;
+//   child boxes are computed during traversal with shifts on integer
+//   coordinates. Boxes are mapped to integers conservatively (floor, clamped),
+//   and the final overlap test uses the stored float box, so results are exact.
+// - The 4 children of a branch are contiguous and are freed and reclaimed as
+//   one block of 4 through a free list.
+// - An element is stored once (the base's box array); every leaf its box
+//   overlaps holds an element node in a singly-linked index list.
+// - Removal leaves empty leaves in place; qg_cleanup collapses a branch whose
+//   4 children are empty leaves, one level per call (deferred cleanup).
+// - Each element remembers its "home": the one leaf that holds it, when there
+//   is exactly one. A move that stays inside the home leaf's cell touches no
+//   node at all ("if it's still encompassed entirely in that leaf node, we
+//   don't even need to work our way back up again from the root").
+// - Pairs walk the leaves in tree order and report a pair only in the leaf
+//   that holds the top-left corner of the two boxes' overlap, so each pair is
+//   reported once without a visited set.
+#include "index_internal.h"
+#include "pool.h"
+
+/// Integer coordinates span [0, QT_SIDE) on each axis: depth 15 is the
+/// deepest level whose cells are still at least one integer unit wide.
+#define QT_BITS 15
+#define QT_SIDE (1 << QT_BITS)
+#define QT_DEFAULT_DEPTH 8
+#define QT_DEFAULT_LEAF_CAPACITY 8
+/// A leaf's elements are gathered into arrays of this size on the C stack
+/// for the pair loop; larger leaves (only possible at max depth) are walked
+/// in place.
+#define QT_GATHER 64
+/// Depth-first traversal pops one node and pushes at most 4.
+#define QT_STACK (3 * QT_BITS + 8)
+
+typedef struct qt_node {
+    int32_t first_child; ///< branch: first of 4 children; leaf: first element node
+    int32_t count;       ///< leaf: element nodes in it; branch: -1
+} qt_node;
+_Static_assert(sizeof(qt_node) == 8, "a quadtree node is 8 bytes");
+
+/// The one leaf that holds an element, or leaf = -1 when the element is in
+/// several leaves. The cell is coded as (1 << depth) | cell coordinate, so the
+/// depth is the code's highest bit.
+typedef struct qt_home {
+    int32_t leaf;
+    uint16_t xcode, ycode;
+} qt_home;
+_Static_assert(sizeof(qt_home) == 8, "a home is 8 bytes");
+
+typedef struct qt_ibox {
+    int32_t x0, y0, x1, y1; ///< inclusive integer cell range
+} qt_ibox;
+
+typedef struct qt_cell {
+    int32_t node, x, y, depth; ///< x, y: integer min corner
+} qt_cell;
+
+typedef struct quadtree {
+    qg_index base;
+    qt_node *nodes;
+    int32_t node_capacity;
+    int32_t node_high;  ///< nodes ever used: [0, node_high)
+    int32_t free_block; ///< first node of the first free block of 4, -1 if none
+    int32_t free_blocks;
+    qg_enode_pool enodes;
+    qt_home *homes;
+    int32_t home_capacity;
+    float scale_x, scale_y; ///< integer units per world unit
+    int32_t max_depth, leaf_capacity;
+} quadtree;
+
+/// Maps a coordinate to its integer cell, clamped into [0, QT_SIDE - 1].
+/// Monotonic in v (float subtraction and scaling round monotonically), which
+/// is what makes the mapping conservative: a point inside a box maps inside
+/// the box's integer range. Infinite v clamps; NaN never reaches here.
+static inline int32_t qt_map(float v, float origin, float scale)
+{
+    float f = (v - origin) * scale;
+    if (!(f > 0.0f))
+        return 0;
+    if (f >= (float)(QT_SIDE - 1))
+        return QT_SIDE - 1;
+    return (int32_t)f;
+}
+
+static inline qt_ibox qt_map_box(const quadtree *qt, qg_rect r)
+{
+    const qg_rect b = qt->base.config.bounds;
+    qt_ibox ib = {qt_map(r.min_x, b.min_x, qt->scale_x), qt_map(r.min_y, b.min_y, qt->scale_y),
+                  qt_map(r.max_x, b.min_x, qt->scale_x), qt_map(r.max_y, b.min_y, qt->scale_y)};
+    return ib;
+}
+
+static inline bool qt_ibox_overlaps(qt_ibox a, qt_ibox b)
+{
+    return a.x0 <= b.x1 && b.x0 <= a.x1 && a.y0 <= b.y1 && b.y0 <= a.y1;
+}
+
+static inline qt_ibox qt_cell_box(qt_cell c)
+{
+    const int32_t s = QT_SIDE >> c.depth;
+    return (qt_ibox){c.x, c.y, c.x + s - 1, c.y + s - 1};
+}
+
+/// True when integer point (px, py) lies in cell c.
+static inline bool qt_cell_holds(qt_cell c, int32_t px, int32_t py)
+{
+    const uint32_t s = (uint32_t)QT_SIDE >> c.depth;
+    return (uint32_t)(px - c.x) < s && (uint32_t)(py - c.y) < s;
+}
+
+/// Depth-first iteration over the leaves whose cells overlap an integer box.
+/// The stack lives on the C stack: no allocation per traversal.
+typedef struct qt_iter {
+    qt_cell stack[QT_STACK];
+    int top;
+} qt_iter;
+
+static inline void qt_iter_start(qt_iter *it)
+{
+    it->stack[0] = (qt_cell){0, 0, 0, 0};
+    it->top = 1;
+}
+
+/// Next leaf overlapping b, in tree order (TL, TR, BL, BR); false when done.
+static inline bool qt_next_leaf(const quadtree *qt, qt_iter *it, qt_ibox b, qt_cell *out)
+{
+    while (it->top > 0) {
+        const qt_cell c = it->stack[--it->top];
+        const qt_node n = qt->nodes[c.node];
+        if (n.count != -1) {
+            *out = c;
+            return true;
+        }
+        // Centre of the node: children are computed, never stored.
+        const int32_t half = (QT_SIDE >> c.depth) >> 1;
+        const int32_t mx = c.x + half, my = c.y + half, d = c.depth + 1, fc = n.first_child;
+        // Pushed in reverse so the top-left child pops first.
+        if (b.x1 >= mx && b.y1 >= my)
+            it->stack[it->top++] = (qt_cell){fc + 3, mx, my, d};
+        if (b.x0 < mx && b.y1 >= my)
+            it->stack[it->top++] = (qt_cell){fc + 2, c.x, my, d};
+        if (b.x1 >= mx && b.y0 < my)
+            it->stack[it->top++] = (qt_cell){fc + 1, mx, c.y, d};
+        if (b.x0 < mx && b.y0 < my)
+            it->stack[it->top++] = (qt_cell){fc + 0, c.x, c.y, d};
+    }
+    return false;
+}
+
+static inline int qt_code_depth(uint16_t code)
+{
+#if defined(__GNUC__)
+    return 31 - __builtin_clz((unsigned)code);
+#else
+    int d = 0;
+    while (code >>= 1)
+        d++;
+    return d;
+#endif
+}
+
+static inline qt_home qt_home_of(qt_cell c)
+{
+    const int shift = QT_BITS - c.depth;
+    qt_home h = {c.node, (uint16_t)((1u << c.depth) | (uint32_t)(c.x >> shift)),
+                 (uint16_t)((1u << c.depth) | (uint32_t)(c.y >> shift))};
+    return h;
+}
+
+/// True when the integer box lies inside the home leaf's cell.
+static inline bool qt_home_holds(qt_home h, qt_ibox b)
+{
+    const int d = qt_code_depth(h.xcode);
+    const int shift = QT_BITS - d;
+    const uint32_t mark = 1u << d;
+    return (((uint32_t)b.x0 >> shift) | mark) == h.xcode && (((uint32_t)b.x1 >> shift) | mark) == h.xcode &&
+           (((uint32_t)b.y0 >> shift) | mark) == h.ycode && (((uint32_t)b.y1 >> shift) | mark) == h.ycode;
+}
+
+/// Bits 0-3: which children of the cell `c` the box b overlaps (TL, TR, BL, BR).
+static inline unsigned qt_child_mask(qt_cell c, qt_ibox b)
+{
+    const int32_t half = (QT_SIDE >> c.depth) >> 1;
+    const int32_t mx = c.x + half, my = c.y + half;
+    const unsigned left = b.x0 < mx, right = b.x1 >= mx, top = b.y0 < my, bottom = b.y1 >= my;
+    return (left & top) | (right & top) << 1 | (left & bottom) << 2 | (right & bottom) << 3;
+}
+
+static inline qt_cell qt_child_cell(qt_cell c, int32_t first_child, int i)
+{
+    const int32_t half = (QT_SIDE >> c.depth) >> 1;
+    return (qt_cell){first_child + i, c.x + (i & 1) * half, c.y + (i >> 1) * half, c.depth + 1};
+}
+
+static inline int qt_popcount4(unsigned m)
+{
+    return (int)((m & 1) + (m >> 1 & 1) + (m >> 2 & 1) + (m >> 3 & 1));
+}
+
+static void qt_link(quadtree *qt, int32_t node, qg_handle h)
+{
+    qt_node *n = &qt->nodes[node];
+    n->first_child = qg_enode_take(&qt->enodes, h, n->first_child);
+    n->count++;
+}
+
+static void qt_unlink(quadtree *qt, int32_t node, qg_handle h)
+{
+    qt_node *n = &qt->nodes[node];
+    int32_t *link = &n->first_child;
+    while (*link >= 0) {
+        const int32_t e = *link;
+        if (qt->enodes.data[e].element == h) {
+            *link = qt->enodes.data[e].next;
+            qg_enode_give(&qt->enodes, e);
+            n->count--;
+            return;
+        }
+        link = &qt->enodes.data[e].next;
+    }
+}
+
+/// Splits leaf c if that separates its elements, then its children the same
+/// way. Splitting is upkeep, not meaning: when memory for it is not there,
+/// the leaf simply stays larger than leaf_capacity (answers do not change) and
+/// a later insert tries again. The split reserves everything before it
+/// changes anything, so it either happens whole or not at all.
+static void qt_try_split(quadtree *qt, qt_cell c)
+{
+    qt_node *n = &qt->nodes[c.node];
+    if (n->count <= qt->leaf_capacity || c.depth >= qt->max_depth)
+        return;
+    // Elements covering the whole cell would go to all 4 children: splitting
+    // does not separate them, so only the others count towards capacity.
+    // Without this, a few world-sized boxes would subdivide the whole world
+    // down to max depth.
+    const qt_ibox cell = qt_cell_box(c);
+    int32_t partial = 0;
+    int64_t need = 0;
+    for (int32_t e = n->first_child; e >= 0; e = qt->enodes.data[e].next) {
+        const qt_ibox b = qt_map_box(qt, qt->base.boxes[qt->enodes.data[e].element]);
+        if (!(b.x0 <= cell.x0 && b.y0 <= cell.y0 && b.x1 >= cell.x1 && b.y1 >= cell.y1))
+            partial++;
+        need += qt_popcount4(qt_child_mask(c, b));
+    }
+    if (partial <= qt->leaf_capacity)
+        return;
+
+    qg_txn txn;
+    qg_txn_begin(&txn, &qt->base.alloc);
+    if ((qt->free_block < 0 && !qg_txn_reserve(&txn, (void **)&qt->nodes, &qt->node_capacity,
+                                               sizeof(qt_node), (int64_t)qt->node_high + 4)) ||
+        !qg_enode_reserve(&txn, &qt->enodes, need)) {
+        qg_txn_rollback(&txn);
+        return;
+    }
+    n = &qt->nodes[c.node]; // the array may have moved
+    int32_t fc;
+    if (qt->free_block >= 0) {
+        fc = qt->free_block;
+        qt->free_block = qt->nodes[fc].first_child;
+        qt->free_blocks--;
+    } else {
+        fc = qt->node_high;
+        qt->node_high += 4;
+    }
+    for (int i = 0; i < 4; ++i)
+        qt->nodes[fc + i] = (qt_node){-1, 0};
+    int32_t e = n->first_child;
+    while (e >= 0) {
+        const int32_t next = qt->enodes.data[e].next;
+        const qg_handle h = qt->enodes.data[e].element;
+        qg_enode_give(&qt->enodes, e);
+        const unsigned mask = qt_child_mask(c, qt_map_box(qt, qt->base.boxes[h]));
+        int last = 0;
+        for (int i = 0; i < 4; ++i) {
+            if (mask >> i & 1) {
+                qt_link(qt, fc + i, h);
+                last = i;
+            }
+        }
+        // Only an element that was in this leaf alone can end in one leaf.
+        if (qt->homes[h].leaf == c.node)
+            qt->homes[h] = qt_popcount4(mask) == 1 ? qt_home_of(qt_child_cell(c, fc, last))
+                                                   : (qt_home){-1, 0, 0};
+        e = next;
+    }
+    n->first_child = fc;
+    n->count = -1;
+    for (int i = 0; i < 4; ++i)
+        qt_try_split(qt, qt_child_cell(c, fc, i));
+}
+
+/// Splits the over-full leaves that b overlaps.
+static void qt_split_leaves(quadtree *qt, qt_ibox b)
+{
+    qt_iter it;
+    qt_cell c;
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, b, &c)) {
+        // Splitting c does not disturb the iteration: c is already popped and
+        // the stack holds only nodes outside c.
+        if (qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth)
+            qt_try_split(qt, c);
+    }
+}
+
+static qg_status quadtree_configure(qg_config *config)
+{
+    if (config->max_depth > QT_BITS)
+        return QG_ERR_INVALID;
+    if (config->max_depth == 0) {
+        int depth = QT_DEFAULT_DEPTH;
+        if (config->element_size > 0.0f) {
+            // Deepest level whose cells are still at least element_size wide:
+            // "a max depth set so that the smallest cell size is a little
+            // over the size of your average agent".
+            const float extent = qg_rect_extent(config->bounds);
+            depth = 0;
+            while (depth < QT_BITS && extent / (float)(2 << depth) >= config->element_size)
+                depth++;
+            if (depth < 1)
+                depth = 1;
+        }
+        config->max_depth = depth;
+    }
+    if (config->leaf_capacity == 0)
+        config->leaf_capacity = QT_DEFAULT_LEAF_CAPACITY;
+    return QG_OK;
+}
+
+static qg_status quadtree_init(qg_index *index)
+{
+    quadtree *qt = (quadtree *)index;
+    const qg_rect b = index->config.bounds;
+    qt->scale_x = (float)QT_SIDE / (b.max_x - b.min_x);
+    qt->scale_y = (float)QT_SIDE / (b.max_y - b.min_y);
+    qt->max_depth = index->config.max_depth;
+    qt->leaf_capacity = index->config.leaf_capacity;
+    qt->free_block = -1;
+    qg_enode_pool_reset(&qt->enodes);
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!qg_txn_reserve(&txn, (void **)&qt->nodes, &qt->node_capacity, sizeof(qt_node), 1))
+        return QG_ERR_NOMEM;
+    qt->nodes[0] = (qt_node){-1, 0};
+    qt->node_high = 1;
+    return QG_OK;
+}
+
+static void quadtree_destroy(qg_index *index)
+{
+    quadtree *qt = (quadtree *)index;
+    qg_array_free(&index->alloc, (void **)&qt->nodes, &qt->node_capacity, sizeof(qt_node));
+    qg_array_free(&index->alloc, (void **)&qt->enodes.data, &qt->enodes.capacity, sizeof(qg_enode));
+    qg_array_free(&index->alloc, (void **)&qt->homes, &qt->home_capacity, sizeof(qt_home));
+}
+
+static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    quadtree *qt = (quadtree *)index;
+    const qt_ibox b = qt_map_box(qt, box);
+    qt_iter it;
+    qt_cell c;
+    int64_t leaves = 0;
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, b, &c))
+        leaves++;
+    if (!qg_txn_reserve(txn, (void **)&qt->homes, &qt->home_capacity, sizeof(qt_home), (int64_t)h + 1) ||
+        !qg_enode_reserve(txn, &qt->enodes, leaves))
+        return QG_ERR_NOMEM;
+
+    bool overfull = false;
+    qt_cell last = {0, 0, 0, 0};
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, b, &c)) {
+        qt_link(qt, c.node, h);
+        overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
+        last = c;
+    }
+    qt->homes[h] = leaves == 1 ? qt_home_of(last) : (qt_home){-1, 0, 0};
+    if (overfull)
+        qt_split_leaves(qt, b);
+    return QG_OK;
+}
+
+static void quadtree_remove(qg_index *index, qg_handle h)
+{
+    quadtree *qt = (quadtree *)index;
+    const qt_ibox b = qt_map_box(qt, index->boxes[h]);
+    qt_iter it;
+    qt_cell c;
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, b, &c))
+        qt_unlink(qt, c.node, h);
+    qt->homes[h].leaf = -1;
+}
+
+static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    quadtree *qt = (quadtree *)index;
+    const qt_ibox nb = qt_map_box(qt, box);
+    const qt_home home = qt->homes[h];
+    if (home.leaf >= 0 && qt_home_holds(home, nb)) {
+        index->boxes[h] = box; // still inside its one leaf: no node changes
+        return QG_OK;
+    }
+    const qt_ibox ob = qt_map_box(qt, index->boxes[h]);
+    if (ob.x0 == nb.x0 && ob.y0 == nb.y0 && ob.x1 == nb.x1 && ob.y1 == nb.y1) {
+        index->boxes[h] = box; // same integer box: same leaves
+        return QG_OK;
+    }
+    // One walk over the union of old and new boxes: leaves in both keep their
+    // element node, so a move is cheaper than remove + insert.
+    const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
+                        ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
+    qt_iter it;
+    qt_cell c;
+    int64_t gained = 0;
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, ub, &c)) {
+        const qt_ibox cb = qt_cell_box(c);
+        gained += qt_ibox_overlaps(cb, nb) && !qt_ibox_overlaps(cb, ob);
+    }
+    if (!qg_enode_reserve(txn, &qt->enodes, gained))
+        return QG_ERR_NOMEM;
+
+    index->boxes[h] = box;
+    bool overfull = false;
+    int32_t now_in = 0;
+    qt_cell last = {0, 0, 0, 0};
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, ub, &c)) {
+        const qt_ibox cb = qt_cell_box(c);
+        const bool in_old = qt_ibox_overlaps(cb, ob), in_new = qt_ibox_overlaps(cb, nb);
+        if (in_old && !in_new)
+            qt_unlink(qt, c.node, h);
+        else if (in_new && !in_old) {
+            qt_link(qt, c.node, h);
+            overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
+        }
+        if (in_new) {
+            now_in++;
+            last = c;
+        }
+    }
+    qt->homes[h] = now_in == 1 ? qt_home_of(last) : (qt_home){-1, 0, 0};
+    if (overfull)
+        qt_split_leaves(qt, nb);
+    return QG_OK;
+}
+
+static void quadtree_cleanup(qg_index *index)
+{
+    quadtree *qt = (quadtree *)index;
+    if (qt->nodes[0].count != -1)
+        return;
+    // A branch pushed here is examined after its parent, so a parent can only
+    // collapse on a later call: one level per call, as in the text.
+    int32_t stack[QT_STACK];
+    int top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        qt_node *n = &qt->nodes[stack[--top]];
+        int empty = 0;
+        for (int i = 0; i < 4; ++i) {
+            const qt_node child = qt->nodes[n->first_child + i];
+            if (child.count == 0)
+                empty++;
+            else if (child.count == -1)
+                stack[top++] = n->first_child + i;
+        }
+        if (empty == 4) {
+            qt->nodes[n->first_child].first_child = qt->free_block;
+            qt->nodes[n->first_child].count = 0;
+            qt->free_block = n->first_child;
+            qt->free_blocks++;
+            *n = (qt_node){-1, 0};
+        }
+    }
+}
+
+static void quadtree_clear(qg_index *index)
+{
+    quadtree *qt = (quadtree *)index;
+    qt->nodes[0] = (qt_node){-1, 0};
+    qt->node_high = 1;
+    qt->free_block = -1;
+    qt->free_blocks = 0;
+    qg_enode_pool_reset(&qt->enodes);
+}
+
+static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user)
+{
+    const quadtree *qt = (const quadtree *)index;
+    const qg_rect bounds = index->config.bounds;
+    const qt_ibox qb = qt_map_box(qt, area);
+    qt_iter it;
+    qt_cell c;
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, qb, &c)) {
+        for (int32_t e = qt->nodes[c.node].first_child; e >= 0; e = qt->enodes.data[e].next) {
+            const qg_handle h = qt->enodes.data[e].element;
+            const qg_rect r = index->boxes[h];
+            if (!qg_overlaps(r, area))
+                continue;
+            // Report in the one leaf holding the top-left corner of the overlap.
+            const float px = r.min_x > area.min_x ? r.min_x : area.min_x;
+            const float py = r.min_y > area.min_y ? r.min_y : area.min_y;
+            if (qt_cell_holds(c, qt_map(px, bounds.min_x, qt->scale_x), qt_map(py, bounds.min_y, qt->scale_y)) &&
+                !fn(h, user))
+                return;
+        }
+    }
+}
+
+/// True when the pair (a, b), known to overlap, belongs to leaf c: the leaf
+/// holding the top-left corner of their overlap.
+static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rect b)
+{
+    const qg_rect bounds = qt->base.config.bounds;
+    const float px = a.min_x > b.min_x ? a.min_x : b.min_x;
+    const float py = a.min_y > b.min_y ? a.min_y : b.min_y;
+    return qt_cell_holds(c, qt_map(px, bounds.min_x, qt->scale_x), qt_map(py, bounds.min_y, qt->scale_y));
+}
+
+/// Pairs within one leaf; false when the callback asked to stop.
+static bool qt_leaf_pairs(const quadtree *qt, qt_cell c, qg_pair_fn *fn, void *user)
+{
+    const qt_node n = qt->nodes[c.node];
+    const qg_enode *en = qt->enodes.data;
+    const qg_rect *boxes = qt->base.boxes;
+    if (n.count <= QT_GATHER) {
+        // Gather once so the O(k^2) loop reads a small contiguous array.
+        qg_handle ids[QT_GATHER];
+        qg_rect r[QT_GATHER];
+        int k = 0;
+        for (int32_t e = n.first_child; e >= 0; e = en[e].next) {
+            ids[k] = en[e].element;
+            r[k] = boxes[ids[k]];
+            k++;
+        }
+        for (int i = 0; i < k; ++i) {
+            const qg_rect a = r[i];
+            for (int j = i + 1; j < k; ++j) {
+                if (qg_overlaps(a, r[j]) && qt_pair_here(qt, c, a, r[j]) &&
+                    !qg_report_pair(fn, user, ids[i], ids[j]))
+                    return false;
+            }
+        }
+        return true;
+    }
+    for (int32_t e = n.first_child; e >= 0; e = en[e].next) {
+        const qg_handle ha = en[e].element;
+        const qg_rect a = boxes[ha];
+        for (int32_t f = en[e].next; f >= 0; f = en[f].next) {
+            const qg_handle hb = en[f].element;
+            if (qg_overlaps(a, boxes[hb]) && qt_pair_here(qt, c, a, boxes[hb]) &&
+                !qg_report_pair(fn, user, ha, hb))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user)
+{
+    const quadtree *qt = (const quadtree *)index;
+    const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
+    qt_iter it;
+    qt_cell c;
+    qt_iter_start(&it);
+    while (qt_next_leaf(qt, &it, all, &c)) {
+        if (qt->nodes[c.node].count >= 2 && !qt_leaf_pairs(qt, c, fn, user))
+            return;
+    }
+}
+
+/// Calls visit for every node (branches too), depth first.
+static void qt_walk(const quadtree *qt, void (*visit)(const quadtree *, qt_cell, void *), void *ctx)
+{
+    qt_cell stack[QT_STACK];
+    int top = 0;
+    stack[top++] = (qt_cell){0, 0, 0, 0};
+    while (top > 0) {
+        const qt_cell c = stack[--top];
+        visit(qt, c, ctx);
+        const qt_node n = qt->nodes[c.node];
+        if (n.count == -1) {
+            for (int i = 3; i >= 0; --i)
+                stack[top++] = qt_child_cell(c, n.first_child, i);
+        }
+    }
+}
+
+static void qt_stats_visit(const quadtree *qt, qt_cell c, void *ctx)
+{
+    qg_stats *s = ctx;
+    s->nodes++;
+    s->leaves += qt->nodes[c.node].count != -1;
+    if (c.depth > s->max_depth_reached)
+        s->max_depth_reached = c.depth;
+}
+
+static void quadtree_stats(const qg_index *index, qg_stats *stats)
+{
+    qt_walk((const quadtree *)index, qt_stats_visit, stats);
+}
+
+typedef struct qt_visit_ctx {
+    qg_visit_fn *fn;
+    void *user;
+} qt_visit_ctx;
+
+static void qt_user_visit(const quadtree *qt, qt_cell c, void *ctx)
+{
+    const qt_visit_ctx *v = ctx;
+    const qg_rect b = qt->base.config.bounds;
+    const float s = (float)(QT_SIDE >> c.depth);
+    const float ux = (b.max_x - b.min_x) / (float)QT_SIDE, uy = (b.max_y - b.min_y) / (float)QT_SIDE;
+    const qg_rect r = {b.min_x + (float)c.x * ux, b.min_y + (float)c.y * uy, b.min_x + ((float)c.x + s) * ux,
+                       b.min_y + ((float)c.y + s) * uy};
+    const int32_t count = qt->nodes[c.node].count;
+    v->fn(r, c.depth, count < 0 ? 0 : count, v->user);
+}
+
+static void quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    qt_visit_ctx v = {fn, user};
+    qt_walk((const quadtree *)index, qt_user_visit, &v);
+}
+
+typedef struct qt_check {
+    bool ok;
+    int64_t branches, enodes_in_leaves;
+} qt_check;
+
+static void qt_check_visit(const quadtree *qt, qt_cell c, void *ctx)
+{
+    qt_check *k = ctx;
+    const qt_node n = qt->nodes[c.node];
+    if (c.depth > qt->max_depth || c.node >= qt->node_high) {
+        k->ok = false;
+        return;
+    }
+    if (n.count == -1) {
+        k->branches++;
+        if (n.first_child < 1 || n.first_child + 4 > qt->node_high || (n.first_child - 1) % 4 != 0 ||
+            c.depth >= qt->max_depth)
+            k->ok = false;
+        return;
+    }
+    int32_t len = 0;
+    qg_handle seen[QT_GATHER];
+    const qt_ibox cell = qt_cell_box(c);
+    for (int32_t e = n.first_child; e >= 0 && len <= n.count; e = qt->enodes.data[e].next) {
+        if (e >= qt->enodes.high) {
+            k->ok = false;
+            return;
+        }
+        const qg_handle h = qt->enodes.data[e].element;
+        if (!qg_slot_live(&qt->base, h) || !qt_ibox_overlaps(cell, qt_map_box(qt, qt->base.boxes[h]))) {
+            k->ok = false;
+            return;
+        }
+        if (n.count <= QT_GATHER) {
+            for (int32_t i = 0; i < len; ++i)
+                if (seen[i] == h)
+                    k->ok = false; // twice in one leaf
+            if (len < QT_GATHER)
+                seen[len] = h;
+        }
+        len++;
+    }
+    if (len != n.count)
+        k->ok = false;
+    k->enodes_in_leaves += len;
+}
+
+static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
+{
+    const quadtree *qt = (const quadtree *)index;
+    if (qt->node_high < 1 || qt->node_high > qt->node_capacity || (qt->node_high - 1) % 4 != 0)
+        return QG_ERR_INVALID;
+    qt_check k = {true, 0, 0};
+    qt_walk(qt, qt_check_visit, &k);
+    if (!k.ok)
+        return QG_ERR_INVALID;
+    // Every node is either reachable or in a free block, never both.
+    int32_t free_blocks = 0;
+    for (int32_t b = qt->free_block; b >= 0; b = qt->nodes[b].first_child) {
+        if (b < 1 || b + 4 > qt->node_high || (b - 1) % 4 != 0 || ++free_blocks > qt->free_blocks)
+            return QG_ERR_INVALID;
+    }
+    if (free_blocks != qt->free_blocks || 1 + 4 * k.branches + 4 * (int64_t)free_blocks != qt->node_high)
+        return QG_ERR_INVALID;
+    if (k.enodes_in_leaves != qt->enodes.live || qg_enode_free_count(&qt->enodes) != qt->enodes.high - qt->enodes.live)
+        return QG_ERR_INVALID;
+    // Every live element is in exactly the leaves its box overlaps (the sum
+    // matches the element nodes found above), and its home is exact.
+    int64_t expected = 0;
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        if (!qg_slot_live(index, h))
+            continue;
+        if (h >= qt->home_capacity)
+            return QG_ERR_INVALID;
+        const qt_ibox b = qt_map_box(qt, index->boxes[h]);
+        qt_iter it;
+        qt_cell c, only = {0, 0, 0, 0};
+        int64_t leaves = 0;
+        qt_iter_start(&it);
+        while (qt_next_leaf(qt, &it, b, &c)) {
+            leaves++;
+            only = c;
+        }
+        expected += leaves;
+        const qt_home home = qt->homes[h];
+        if (leaves == 1) {
+            const qt_home want = qt_home_of(only);
+            if (home.leaf != want.leaf || home.xcode != want.xcode || home.ycode != want.ycode)
+                return QG_ERR_INVALID;
+        } else if (home.leaf != -1) {
+            return QG_ERR_INVALID;
+        }
+    }
+    if (expected != qt->enodes.live)
+        return QG_ERR_INVALID;
+    *bytes += (size_t)qt->node_capacity * sizeof(qt_node) + (size_t)qt->enodes.capacity * sizeof(qg_enode) +
+              (size_t)qt->home_capacity * sizeof(qt_home);
+    return QG_OK;
+}
+
+const qg_kind_class qg_quadtree_class = {
+    .kind = QG_QUADTREE,
+    .size = sizeof(quadtree),
+    .configure = quadtree_configure,
+    .init = quadtree_init,
+    .destroy = quadtree_destroy,
+    .insert = quadtree_insert,
+    .remove = quadtree_remove,
+    .move = quadtree_move,
+    .cleanup = quadtree_cleanup,
+    .clear = quadtree_clear,
+    .query = quadtree_query,
+    .pairs = quadtree_pairs,
+    .stats = quadtree_stats,
+    .visit = quadtree_visit,
+    .validate = quadtree_validate,
+};
