@@ -1,0 +1,149 @@
+// Box2D 2.4's b2DynamicTree (the tree inside b2BroadPhase) behind the bench's
+// C interface. The fat margin b2_aabbExtension is a compile-time constant of
+// the installed library, so the tree is driven exactly as b2BroadPhase drives
+// it (MoveProxy with the displacement, which also enlarges by
+// b2_aabbMultiplier * displacement), and every candidate is checked with the
+// workload's exact float test so the answers equal quadgrid's.
+//
+// All pairs every frame: each element queries the tree with its own tight box
+// and keeps the partners with a larger index. b2BroadPhase itself queries only
+// proxies whose fat box changed, because Box2D keeps contacts alive between
+// frames; the workload asks for every overlapping pair each frame instead.
+#include "peer.h"
+
+#include <box2d/b2_dynamic_tree.h>
+
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "workload.h"
+
+struct bench_impl {
+    b2DynamicTree tree;
+    std::vector<int32_t> proxy_of;  // agent -> proxy id
+    std::vector<qg_rect> prev;      // last boxes given, for the displacement
+    const qg_rect *boxes = nullptr;
+    int32_t n = 0;
+    const char *err = nullptr;
+};
+
+namespace {
+
+b2AABB to_aabb(const qg_rect &r) {
+    b2AABB a;
+    a.lowerBound.Set(r.min_x, r.min_y);
+    a.upperBound.Set(r.max_x, r.max_y);
+    return a;
+}
+
+int32_t agent_of(const b2DynamicTree &tree, int32_t proxy) {
+    return static_cast<int32_t>(reinterpret_cast<intptr_t>(tree.GetUserData(proxy)));
+}
+
+struct PairCollector {
+    const bench_impl *self;
+    qg_pair_fn *fn;
+    void *user;
+    int32_t i;
+    bool stopped;
+
+    bool QueryCallback(int32_t proxy) {
+        int32_t j = agent_of(self->tree, proxy);
+        if (j <= i || !qgw_overlap(&self->boxes[i], &self->boxes[j])) return true;
+        if (!fn(i, j, user)) stopped = true;
+        return !stopped;
+    }
+};
+
+struct QueryCollector {
+    const bench_impl *self;
+    qg_query_fn *fn;
+    void *user;
+    qg_rect area;
+    bool stopped;
+
+    bool QueryCallback(int32_t proxy) {
+        int32_t j = agent_of(self->tree, proxy);
+        if (!qgw_overlap(&area, &self->boxes[j])) return true;
+        if (!fn(j, user)) stopped = true;
+        return !stopped;
+    }
+};
+
+bool b2_create(bench_impl **out, const bench_setup *setup, const void *) {
+    bench_impl *s = new (std::nothrow) bench_impl;
+    *out = s;
+    if (!s) return false;
+    try {
+        s->proxy_of.reserve(static_cast<size_t>(setup->n));
+        s->prev.reserve(static_cast<size_t>(setup->n));
+    } catch (...) {
+        s->err = "out of memory";
+        return false;
+    }
+    return true;
+}
+
+bool b2_build(bench_impl *s, const qg_rect *boxes, int32_t n, bool bulk) {
+    try {
+        s->proxy_of.resize(static_cast<size_t>(n));
+        s->prev.assign(boxes, boxes + n);
+    } catch (...) {
+        s->err = "out of memory";
+        return false;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        s->proxy_of[static_cast<size_t>(i)] =
+            s->tree.CreateProxy(to_aabb(boxes[i]), reinterpret_cast<void *>(static_cast<intptr_t>(i)));
+    }
+    if (bulk) s->tree.RebuildBottomUp();
+    s->boxes = boxes;
+    s->n = n;
+    return true;
+}
+
+bool b2_update(bench_impl *s, const qg_rect *boxes, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        qg_rect &old = s->prev[static_cast<size_t>(i)];
+        const qg_rect &box = boxes[i];
+        b2Vec2 d(box.min_x - old.min_x, box.min_y - old.min_y);
+        s->tree.MoveProxy(s->proxy_of[static_cast<size_t>(i)], to_aabb(box), d);
+        old = box;
+    }
+    s->boxes = boxes;
+    return true;
+}
+
+bool b2_pairs(bench_impl *s, qg_pair_fn *fn, void *user) {
+    PairCollector c{s, fn, user, 0, false};
+    for (int32_t i = 0; i < s->n && !c.stopped; i++) {
+        c.i = i;
+        s->tree.Query(&c, to_aabb(s->boxes[i]));
+    }
+    return true;
+}
+
+bool b2_query(bench_impl *s, qg_rect area, qg_query_fn *fn, void *user) {
+    QueryCollector c{s, fn, user, area, false};
+    s->tree.Query(&c, to_aabb(area));
+    return true;
+}
+
+size_t b2_bytes(bench_impl *) {
+    return 0;  // the tree's capacity is private; the bench measures the heap
+}
+
+void b2_destroy(bench_impl *s) {
+    delete s;
+}
+
+const char *b2_error(bench_impl *s) {
+    return s->err;
+}
+
+}  // namespace
+
+extern "C" const bench_vtable bench_box2d_vtable = {
+    b2_create, b2_build, b2_update, b2_pairs, b2_query, b2_bytes, b2_destroy, b2_error,
+};

@@ -1,0 +1,168 @@
+/* Chipmunk2D 7's spatial indexes (cpBBTree, cpSpaceHash) through its public
+ * cpSpatialIndex API, driven the way cpSpace drives them: objects carry their
+ * box, and cpSpatialIndexReindexQuery re-indexes and reports candidate pairs in
+ * one pass. Chipmunk's candidates are conservative (fattened tree leaves,
+ * hashed cells), so every candidate is checked with the workload's exact float
+ * test before it is counted; the answers must then equal quadgrid's.
+ *
+ * Because reindexing and pair finding are one call, this peer's update step
+ * only stores the new boxes and its pairs step carries all the index work:
+ * compare total_ms, not the split. */
+#include "peer.h"
+
+#include <stdlib.h>
+
+#include <chipmunk/chipmunk.h>
+
+#include "workload.h"
+
+/* The frame rate the agents' per-frame velocity is converted at: cpSpace hands
+ * cpBBTree velocities in units per second. */
+#define FRAMES_PER_SECOND 60.0
+
+typedef struct cp_obj {
+    cpBB bb;
+    cpVect v;
+} cp_obj;
+
+struct bench_impl {
+    cpSpatialIndex *index;
+    cp_obj *objs;
+    const qg_rect *boxes; /* the boxes of the current frame, for the exact test */
+    int32_t n;
+    bool is_tree;
+};
+
+typedef struct pair_ctx {
+    bench_impl *self;
+    qg_pair_fn *fn;
+    qg_query_fn *qfn;
+    void *user;
+    qg_rect area;
+    bool stopped;
+} pair_ctx;
+
+static cpBB obj_bb(void *obj) {
+    return ((const cp_obj *)obj)->bb;
+}
+
+static cpVect obj_velocity(void *obj) {
+    return ((const cp_obj *)obj)->v;
+}
+
+static cpBB to_bb(qg_rect r) {
+    /* float -> double is exact, so Chipmunk's closed cpBB tests see the
+     * workload's boxes unchanged. */
+    return cpBBNew(r.min_x, r.min_y, r.max_x, r.max_y);
+}
+
+static bool cp_create_common(bench_impl **out, bool tree, const bench_setup *setup) {
+    bench_impl *s = calloc(1, sizeof *s);
+    if (!s) return false;
+    *out = s;
+    size_t count = setup->n > 0 ? (size_t)setup->n : 1;
+    s->objs = calloc(count, sizeof *s->objs);
+    if (!s->objs) return false;
+    s->is_tree = tree;
+    if (tree) {
+        s->index = cpBBTreeNew(obj_bb, NULL);
+        if (s->index) cpBBTreeSetVelocityFunc(s->index, obj_velocity);
+    } else {
+        /* Chipmunk's advice: cell size about the average object size, about
+         * 10x as many cells as objects. */
+        int cells = setup->n > 0 && setup->n < INT32_MAX / 10 ? setup->n * 10 : 1000;
+        s->index = cpSpaceHashNew(setup->element_size > 0 ? setup->element_size : 1.0, cells,
+                                  obj_bb, NULL);
+    }
+    return s->index != NULL;
+}
+
+static bool cpt_create(bench_impl **out, const bench_setup *setup, const void *arg) {
+    (void)arg;
+    return cp_create_common(out, true, setup);
+}
+
+static bool cph_create(bench_impl **out, const bench_setup *setup, const void *arg) {
+    (void)arg;
+    return cp_create_common(out, false, setup);
+}
+
+static bool cp_build(bench_impl *s, const qg_rect *boxes, int32_t n, bool bulk) {
+    s->boxes = boxes;
+    s->n = n;
+    for (int32_t i = 0; i < n; i++) {
+        s->objs[i].bb = to_bb(boxes[i]);
+        s->objs[i].v = cpvzero;
+        cpSpatialIndexInsert(s->index, &s->objs[i], (cpHashValue)i);
+    }
+    if (bulk && s->is_tree) cpBBTreeOptimize(s->index);
+    return true;
+}
+
+static bool cp_update(bench_impl *s, const qg_rect *boxes, int32_t n) {
+    s->boxes = boxes;
+    for (int32_t i = 0; i < n; i++) {
+        cp_obj *o = &s->objs[i];
+        cpBB bb = to_bb(boxes[i]);
+        o->v = cpv((bb.l - o->bb.l) * FRAMES_PER_SECOND, (bb.b - o->bb.b) * FRAMES_PER_SECOND);
+        o->bb = bb;
+    }
+    return true;
+}
+
+static cpCollisionID pair_cb(void *obj1, void *obj2, cpCollisionID id, void *data) {
+    pair_ctx *c = data;
+    if (c->stopped) return id;
+    const cp_obj *base = c->self->objs;
+    int32_t i = (int32_t)((const cp_obj *)obj1 - base), j = (int32_t)((const cp_obj *)obj2 - base);
+    const qg_rect *b = c->self->boxes;
+    if (qgw_overlap(&b[i], &b[j])) {
+        if (!(i < j ? c->fn(i, j, c->user) : c->fn(j, i, c->user))) c->stopped = true;
+    }
+    return id;
+}
+
+static bool cp_pairs(bench_impl *s, qg_pair_fn *fn, void *user) {
+    pair_ctx c = {s, fn, NULL, user, {0, 0, 0, 0}, false};
+    cpSpatialIndexReindexQuery(s->index, pair_cb, &c);
+    return true;
+}
+
+static cpCollisionID query_cb(void *obj1, void *obj2, cpCollisionID id, void *data) {
+    (void)obj1;
+    pair_ctx *c = data;
+    if (c->stopped) return id;
+    int32_t j = (int32_t)((const cp_obj *)obj2 - c->self->objs);
+    if (qgw_overlap(&c->area, &c->self->boxes[j]) && !c->qfn(j, c->user)) c->stopped = true;
+    return id;
+}
+
+static bool cp_query(bench_impl *s, qg_rect area, qg_query_fn *fn, void *user) {
+    pair_ctx c = {s, NULL, fn, user, area, false};
+    cpSpatialIndexQuery(s->index, NULL, to_bb(area), query_cb, &c);
+    return true;
+}
+
+static size_t cp_bytes(bench_impl *s) {
+    (void)s;
+    return 0; /* Chipmunk cannot say; the bench measures the heap instead */
+}
+
+static void cp_destroy(bench_impl *s) {
+    if (!s) return;
+    if (s->index) cpSpatialIndexFree(s->index);
+    free(s->objs);
+    free(s);
+}
+
+static const char *cp_error(bench_impl *s) {
+    return s->index ? NULL : "could not create the Chipmunk index";
+}
+
+const bench_vtable bench_chipmunk_bbtree_vtable = {
+    cpt_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error,
+};
+
+const bench_vtable bench_chipmunk_spacehash_vtable = {
+    cph_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error,
+};

@@ -1,0 +1,84 @@
+/// One interface for everything quadgrid-bench measures: the quadgrid kinds
+/// and the peer libraries run behind the same few calls, on the same boxes,
+/// in the same process, so their timings and answers compare directly.
+///
+/// Elements are named by agent index 0..n-1 everywhere in this interface;
+/// an implementation that stores other ids maps them back before calling out.
+#ifndef QG_BENCH_PEER_H
+#define QG_BENCH_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <quadgrid.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// How an implementation should size itself; the same for every one.
+typedef struct bench_setup {
+    qg_rect bounds;        ///< the world
+    int32_t n;             ///< elements that will be built
+    float element_size;    ///< typical box width
+    float max_element_size;///< widest box
+    /// Optional quadgrid tuning, 0 = the kind's default.
+    int max_depth, leaf_capacity;
+    float cell_size;
+} bench_setup;
+
+/// How index_bytes was obtained.
+typedef enum bench_bytes_how {
+    BENCH_BYTES_EXACT,      ///< the implementation counts its own bytes
+    BENCH_BYTES_HEAP_DELTA, ///< heap in use after minus before (mallinfo2)
+} bench_bytes_how;
+
+typedef struct bench_impl bench_impl;
+
+/// The calls. Every call returns true on success; on false the run stops and
+/// reports the implementation's error.
+typedef struct bench_vtable {
+    bool (*create)(bench_impl **out, const bench_setup *setup, const void *arg);
+    /// Inserts boxes[0..n) as elements 0..n-1 into the empty index. `bulk`:
+    /// the static workload lets an index finish with its bulk step
+    /// (rebalancing, optimising) when it has one.
+    bool (*build)(bench_impl *self, const qg_rect *boxes, int32_t n, bool bulk);
+    /// Step 2 of a frame: every element i now has box boxes[i].
+    bool (*update)(bench_impl *self, const qg_rect *boxes, int32_t n);
+    /// Calls fn(a, b), a < b, exactly once for each overlapping pair.
+    bool (*pairs)(bench_impl *self, qg_pair_fn *fn, void *user);
+    /// Calls fn(i) once for each element overlapping the closed area.
+    bool (*query)(bench_impl *self, qg_rect area, qg_query_fn *fn, void *user);
+    /// Bytes the index holds (BENCH_BYTES_EXACT implementations only).
+    size_t (*bytes)(bench_impl *self);
+    void (*destroy)(bench_impl *self);
+    /// A short description of the last failure, or NULL.
+    const char *(*error)(bench_impl *self);
+} bench_vtable;
+
+/// One entry of the list `--kind all` runs.
+typedef struct bench_peer {
+    const char *name;
+    const bench_vtable *vt;
+    const void *arg;  ///< passed to create (the qg_kind for quadgrid kinds)
+    bench_bytes_how bytes_how;
+    /// Per-frame cost is quadratic: `--kind all` skips it above a size.
+    bool quadratic;
+} bench_peer;
+
+extern const bench_vtable bench_quadgrid_vtable;
+extern const bench_vtable bench_sweep_vtable;
+#ifdef QG_BENCH_HAVE_CHIPMUNK
+extern const bench_vtable bench_chipmunk_bbtree_vtable;
+extern const bench_vtable bench_chipmunk_spacehash_vtable;
+#endif
+#ifdef QG_BENCH_HAVE_BOX2D
+extern const bench_vtable bench_box2d_vtable;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QG_BENCH_PEER_H */
