@@ -1,0 +1,200 @@
+#include "raster.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "font.h"
+
+enum { PALETTE = 64 };
+static uint32_t speed_palette[PALETTE];
+
+static uint32_t rgb(float r, float g, float b) {
+    int R = (int)(r * 255.0f + 0.5f), G = (int)(g * 255.0f + 0.5f), B = (int)(b * 255.0f + 0.5f);
+    return 0xff000000u | (uint32_t)R << 16 | (uint32_t)G << 8 | (uint32_t)B;
+}
+
+// Slow agents blue, through cyan, green and yellow, to fast ones red: the
+// crowd's bounces show up as colour changes.
+static void build_palette(void) {
+    static const float stops[5][3] = {
+        {0.20f, 0.35f, 1.00f}, {0.10f, 0.85f, 0.95f}, {0.25f, 0.90f, 0.30f},
+        {1.00f, 0.90f, 0.15f}, {1.00f, 0.25f, 0.15f},
+    };
+    for (int k = 0; k < PALETTE; k++) {
+        float t = (float)k / (PALETTE - 1) * 4.0f;
+        int s = (int)t;
+        if (s > 3) s = 3;
+        float f = t - (float)s;
+        speed_palette[k] = rgb(stops[s][0] + (stops[s + 1][0] - stops[s][0]) * f,
+                               stops[s][1] + (stops[s + 1][1] - stops[s][1]) * f,
+                               stops[s][2] + (stops[s + 1][2] - stops[s][2]) * f);
+    }
+}
+
+bool raster_init(raster *r, int width, int height) {
+    if (!speed_palette[0]) build_palette();
+    r->width = width;
+    r->height = height;
+    r->pixels = malloc((size_t)width * (size_t)height * sizeof *r->pixels);
+    return r->pixels != NULL;
+}
+
+void raster_free(raster *r) {
+    free(r->pixels);
+    r->pixels = NULL;
+}
+
+raster_view raster_fit(const raster *r, float world_size, float zoom, float centre_x,
+                       float centre_y) {
+    int side = r->width < r->height ? r->width : r->height;
+    raster_view v;
+    v.scale = (float)side / world_size * zoom;
+    v.origin_x = centre_x - 0.5f * (float)r->width / v.scale;
+    v.origin_y = centre_y - 0.5f * (float)r->height / v.scale;
+    return v;
+}
+
+void raster_clear(raster *r, uint32_t colour) {
+    size_t n = (size_t)r->width * (size_t)r->height;
+    uint32_t *p = r->pixels;
+    for (size_t k = 0; k < n; k++) p[k] = colour;
+}
+
+static inline void fill(raster *r, int x0, int y0, int x1, int y1, uint32_t c) {
+    if (x0 < 0) x0 = 0;
+    if (y0 < 0) y0 = 0;
+    if (x1 >= r->width) x1 = r->width - 1;
+    if (y1 >= r->height) y1 = r->height - 1;
+    for (int y = y0; y <= y1; y++) {
+        uint32_t *row = r->pixels + (size_t)y * (size_t)r->width;
+        for (int x = x0; x <= x1; x++) row[x] = c;
+    }
+}
+
+void raster_agents(raster *r, const raster_view *v, const sim_world *w, raster_colour mode) {
+    const float ox = v->origin_x, oy = v->origin_y, s = v->scale;
+    const float fw = (float)r->width, fh = (float)r->height;
+    const uint32_t dragon = 0xffff66ddu, hit = 0xffff5a28u, calm = 0xff2f5faau;
+    for (int32_t i = 0; i < w->n; i++) {
+        float h = w->h[i];
+        float sx0 = (w->x[i] - h - ox) * s, sx1 = (w->x[i] + h - ox) * s;
+        float sy0 = (w->y[i] - h - oy) * s, sy1 = (w->y[i] + h - oy) * s;
+        if (sx1 < 0.0f || sy1 < 0.0f || sx0 >= fw || sy0 >= fh) continue;
+        uint32_t c;
+        if (h > 8.0f) {
+            c = dragon;
+        } else if (mode == RASTER_BY_COLLISION) {
+            c = w->hit_frame[i] == w->frame ? hit : calm;
+        } else {
+            float sp = sqrtf(w->vx[i] * w->vx[i] + w->vy[i] * w->vy[i]);
+            int k = (int)(sp * (PALETTE / 2.6f));
+            c = speed_palette[k < PALETTE ? k : PALETTE - 1];
+        }
+        // Floor both edges; a box thinner than a pixel still covers one.
+        int x0 = (int)floorf(sx0), x1 = (int)floorf(sx1);
+        int y0 = (int)floorf(sy0), y1 = (int)floorf(sy1);
+        if (x1 > x0 && sx1 - floorf(sx1) < 0.5f) x1--;
+        if (y1 > y0 && sy1 - floorf(sy1) < 0.5f) y1--;
+        fill(r, x0, y0, x1, y1, c);
+    }
+}
+
+// A quarter of the line colour over the picture: the cells read as a faint
+// mesh and the agents stay visible through it.
+static inline uint32_t blend(uint32_t p, uint32_t c) {
+    return 0xff000000u | (((p >> 1) & 0x7f7f7fu) + ((p >> 2) & 0x3f3f3fu) + ((c >> 2) & 0x3f3f3fu));
+}
+
+static void hline(raster *r, int x0, int x1, int y, uint32_t c) {
+    if (y < 0 || y >= r->height) return;
+    if (x0 < 0) x0 = 0;
+    if (x1 >= r->width) x1 = r->width - 1;
+    uint32_t *row = r->pixels + (size_t)y * (size_t)r->width;
+    for (int x = x0; x <= x1; x++) row[x] = blend(row[x], c);
+}
+
+static void vline(raster *r, int x, int y0, int y1, uint32_t c) {
+    if (x < 0 || x >= r->width) return;
+    if (y0 < 0) y0 = 0;
+    if (y1 >= r->height) y1 = r->height - 1;
+    for (int y = y0; y <= y1; y++) {
+        uint32_t *p = r->pixels + (size_t)y * (size_t)r->width + x;
+        *p = blend(*p, c);
+    }
+}
+
+typedef struct cell_ctx {
+    raster *r;
+    raster_view v;
+} cell_ctx;
+
+static void draw_cell(qg_rect cell, int depth, int32_t elements, void *user) {
+    (void)elements;
+    cell_ctx *ctx = user;
+    raster *r = ctx->r;
+    float s = ctx->v.scale;
+    float sx0 = (cell.min_x - ctx->v.origin_x) * s, sx1 = (cell.max_x - ctx->v.origin_x) * s;
+    float sy0 = (cell.min_y - ctx->v.origin_y) * s, sy1 = (cell.max_y - ctx->v.origin_y) * s;
+    // Outlines of cells under 3 pixels would only paint the picture grey.
+    if (sx1 - sx0 < 3.0f || sy1 - sy0 < 3.0f) return;
+    if (sx1 < 0.0f || sy1 < 0.0f || sx0 >= (float)r->width || sy0 >= (float)r->height) return;
+    // Clamp before converting: a root cell far off-screen must not overflow int.
+    float lim = 1e6f;
+    int x0 = (int)floorf(fmaxf(sx0, -2.0f)), x1 = (int)floorf(fminf(sx1, lim));
+    int y0 = (int)floorf(fmaxf(sy0, -2.0f)), y1 = (int)floorf(fminf(sy1, lim));
+    static const uint32_t by_depth[4] = {0xffe0e0e0u, 0xffb8f0b8u, 0xff90d0ffu, 0xffffd090u};
+    uint32_t c = by_depth[depth & 3];
+    hline(r, x0, x1, y0, c);
+    hline(r, x0, x1, y1, c);
+    vline(r, x0, y0 + 1, y1 - 1, c);
+    vline(r, x1, y0 + 1, y1 - 1, c);
+}
+
+void raster_cells(raster *r, const raster_view *v, const qg_index *index) {
+    cell_ctx ctx = {r, *v};
+    qg_visit(index, draw_cell, &ctx);
+}
+
+int raster_text_width(const char *text, int scale) {
+    int best = 0, cur = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') {
+            cur = 0;
+            continue;
+        }
+        cur += (FONT_W + 1) * scale;
+        if (cur > best) best = cur;
+    }
+    return best;
+}
+
+void raster_text(raster *r, int x, int y, int scale, const char *text, uint32_t colour) {
+    int lines = 1;
+    for (const char *p = text; *p; p++) lines += *p == '\n';
+    int line_h = (FONT_H + 3) * scale;
+    // A dark backing box keeps the text readable over a busy crowd.
+    int pad = 2 * scale;
+    int bx1 = x + raster_text_width(text, scale) + pad, by1 = y + lines * line_h + pad - 2 * scale;
+    for (int yy = y - pad; yy <= by1; yy++) {
+        if (yy < 0 || yy >= r->height) continue;
+        uint32_t *row = r->pixels + (size_t)yy * (size_t)r->width;
+        for (int xx = x - pad; xx <= bx1; xx++)
+            if (xx >= 0 && xx < r->width) row[xx] = 0xff000000u | ((row[xx] >> 2) & 0x3f3f3fu);
+    }
+    int cx = x, cy = y;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') {
+            cx = x;
+            cy += line_h;
+            continue;
+        }
+        const uint8_t *g = font_glyph(*p);
+        for (int row = 0; row < FONT_H; row++)
+            for (int col = 0; col < FONT_W; col++)
+                if (g[row] & (0x10 >> col))
+                    fill(r, cx + col * scale, cy + row * scale, cx + col * scale + scale - 1,
+                         cy + row * scale + scale - 1, colour);
+        cx += (FONT_W + 1) * scale;
+    }
+}

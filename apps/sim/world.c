@@ -1,0 +1,450 @@
+#include "world.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// splitmix64, exactly as the `agents` workload defines it, so that seed 12345
+// with the uniform start reproduces that workload's frame 0 bit for bit.
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t next64(uint64_t *state) {
+    *state += 0x9E3779B97F4A7C15ull;
+    return mix64(*state);
+}
+
+static float unit(uint64_t *state) { return (float)(next64(state) >> 40) * 0x1p-24f; }
+
+static bool grow_agents(sim_world *w, int32_t need) {
+    if (need <= w->cap) return true;
+    int32_t cap = w->cap ? w->cap : 1024;
+    while (cap < need) {
+        if (cap > INT32_MAX / 2) return false;
+        cap *= 2;
+    }
+    // Each array is realloc'd in turn; a failure part-way leaves the grown
+    // ones larger than w->cap, which is harmless.
+    float **fields[] = {&w->x, &w->y, &w->vx, &w->vy, &w->h};
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+        float *p = realloc(*fields[k], (size_t)cap * sizeof(float));
+        if (!p) return false;
+        *fields[k] = p;
+    }
+    qg_handle *hd = realloc(w->handle, (size_t)cap * sizeof *hd);
+    if (!hd) return false;
+    w->handle = hd;
+    uint32_t *hf = realloc(w->hit_frame, (size_t)cap * sizeof *hf);
+    if (!hf) return false;
+    w->hit_frame = hf;
+    w->cap = cap;
+    return true;
+}
+
+static bool map_handle(sim_world *w, qg_handle handle, int32_t agent) {
+    if (handle >= w->handle_cap) {
+        int64_t cap = w->handle_cap ? w->handle_cap : 1024;
+        while (cap <= handle) cap *= 2;
+        if (cap > INT32_MAX) return false;
+        int32_t *p = realloc(w->agent_of, (size_t)cap * sizeof *p);
+        if (!p) return false;
+        for (int64_t k = w->handle_cap; k < cap; k++) p[k] = -1;
+        w->agent_of = p;
+        w->handle_cap = (int32_t)cap;
+    }
+    w->agent_of[handle] = agent;
+    return true;
+}
+
+static qg_rect box_of(const sim_world *w, int32_t i) {
+    float x = w->x[i], y = w->y[i], h = w->h[i];
+    return (qg_rect){x - h, y - h, x + h, y + h};
+}
+
+// Places agent i anywhere in the world with a workload-like speed.
+static void random_agent(sim_world *w, int32_t i, float h) {
+    float W = w->size;
+    w->h[i] = h;
+    w->x[i] = h + (W - 2.0f * h) * unit(&w->rng);
+    w->y[i] = h + (W - 2.0f * h) * unit(&w->rng);
+    float a = 6.28318530718f * unit(&w->rng);
+    float s = 0.5f + 1.5f * unit(&w->rng);
+    w->vx[i] = s * cosf(a);
+    w->vy[i] = s * sinf(a);
+    w->hit_frame[i] = UINT32_MAX;
+}
+
+static float dragon_half(sim_world *w, float base) {
+    // 20-50x an agent, but never so big it cannot fit between the walls.
+    float h = base * (20.0f + 30.0f * unit(&w->rng));
+    return fminf(h, w->size / 6.0f);
+}
+
+static float clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+bool world_init(sim_world *w, int32_t n, uint64_t seed, sim_start start, int32_t dragons) {
+    memset(w, 0, sizeof *w);
+    w->kind = QG_KIND_COUNT;
+    w->rng = seed;
+    // A world for fewer than a handful of agents would be smaller than a dragon.
+    w->size = fmaxf(sqrtf((float)n) * 16.0f, 256.0f);
+    w->radix_count = calloc(4 * 4096, sizeof *w->radix_count);
+    if (!w->radix_count || !grow_agents(w, n > 0 ? n : 1)) return false;
+    float W = w->size;
+    // Draw order per agent is the workload's: h, x, y, angle, speed.
+    for (int32_t i = 0; i < n; i++) {
+        float h = 1.0f + 3.0f * unit(&w->rng);
+        w->h[i] = h;
+        w->x[i] = h + (W - 2.0f * h) * unit(&w->rng);
+        w->y[i] = h + (W - 2.0f * h) * unit(&w->rng);
+        float a = 6.28318530718f * unit(&w->rng);
+        float s = 0.5f + 1.5f * unit(&w->rng);
+        w->vx[i] = s * cosf(a);
+        w->vy[i] = s * sinf(a);
+        w->hit_frame[i] = UINT32_MAX;
+    }
+    w->n = n;
+    // Layouts and dragons draw after the workload's numbers, so frame 0 of
+    // the uniform start stays the workload's.
+    if (start == SIM_START_CLUSTERS) {
+        enum { K = 12 };
+        float cx[K], cy[K];
+        for (int k = 0; k < K; k++) {
+            cx[k] = W * (0.1f + 0.8f * unit(&w->rng));
+            cy[k] = W * (0.1f + 0.8f * unit(&w->rng));
+        }
+        float spread = W / 14.0f;
+        for (int32_t i = 0; i < n; i++) {
+            int k = (int)(next64(&w->rng) % K);
+            // Sum of three uniforms: a cheap bell shape.
+            float ox = (unit(&w->rng) + unit(&w->rng) + unit(&w->rng) - 1.5f) * spread;
+            float oy = (unit(&w->rng) + unit(&w->rng) + unit(&w->rng) - 1.5f) * spread;
+            float h = w->h[i];
+            w->x[i] = clampf(cx[k] + ox, h, W - h);
+            w->y[i] = clampf(cy[k] + oy, h, W - h);
+        }
+    } else if (start == SIM_START_SPOT) {
+        // A disc of 1/16 of the world's area: crowded enough to explode
+        // outwards, not so crowded that the first frame has N^2 pairs.
+        float r_max = W / (4.0f * sqrtf(3.14159265f));
+        for (int32_t i = 0; i < n; i++) {
+            float r = r_max * sqrtf(unit(&w->rng));
+            float a = 6.28318530718f * unit(&w->rng);
+            w->x[i] = 0.5f * W + r * cosf(a);
+            w->y[i] = 0.5f * W + r * sinf(a);
+        }
+    }
+    if (dragons > n) dragons = n;
+    for (int32_t k = 0; k < dragons; k++) {
+        int32_t i = (int32_t)((int64_t)k * n / dragons);
+        float h = dragon_half(w, 2.5f);
+        w->h[i] = h;
+        w->x[i] = h + (W - 2.0f * h) * unit(&w->rng);
+        w->y[i] = h + (W - 2.0f * h) * unit(&w->rng);
+        // Giants walk slowly; their mass makes them plough through the crowd.
+        w->vx[i] *= 0.3f;
+        w->vy[i] *= 0.3f;
+    }
+    return true;
+}
+
+void world_free(sim_world *w) {
+    qg_destroy(w->index);
+    free(w->x);
+    free(w->y);
+    free(w->vx);
+    free(w->vy);
+    free(w->h);
+    free(w->handle);
+    free(w->agent_of);
+    free(w->hit_frame);
+    free(w->pairs);
+    free(w->pairs_tmp);
+    free(w->radix_count);
+    memset(w, 0, sizeof *w);
+}
+
+qg_kind world_default_kind(bool mixed_sizes) {
+    // Uniform sizes: one point per element wins. Mixed sizes: a point grid
+    // would have to size every cell for the biggest dragon, so prefer the
+    // kinds that store a big box once.
+    static const qg_kind uniform[] = {QG_POINT_GRID, QG_GRID, QG_LOOSE_GRID, QG_QUADTREE,
+                                      QG_LOOSE_QUADTREE, QG_BRUTE_FORCE};
+    static const qg_kind mixed[] = {QG_LOOSE_GRID, QG_GRID, QG_LOOSE_QUADTREE, QG_QUADTREE,
+                                    QG_POINT_GRID, QG_BRUTE_FORCE};
+    const qg_kind *order = mixed_sizes ? mixed : uniform;
+    for (size_t k = 0; k < sizeof uniform / sizeof uniform[0]; k++)
+        if (qg_kind_available(order[k])) return order[k];
+    return QG_KIND_COUNT;
+}
+
+qg_status world_build_index(sim_world *w, qg_kind kind) {
+    float max_h = 0.0f;
+    double sum_h = 0.0;
+    for (int32_t i = 0; i < w->n; i++) {
+        max_h = fmaxf(max_h, w->h[i]);
+        sum_h += w->h[i];
+    }
+    if (max_h <= 0.0f) max_h = 4.0f;
+    qg_config cfg = qg_default_config(kind);
+    cfg.kind = kind;
+    cfg.bounds = (qg_rect){0.0f, 0.0f, w->size, w->size};
+    cfg.element_size = w->n ? (float)(2.0 * sum_h / w->n) : 5.0f;
+    // x+h minus x-h can round a little above 2h.
+    cfg.max_element_size = 2.0f * max_h * 1.001f + 0.01f;
+    qg_index *ix = NULL;
+    qg_status st = qg_create(&cfg, &ix);
+    if (st != QG_OK) return st;
+    for (int32_t i = 0; i < w->n; i++) {
+        qg_handle hd = qg_insert(ix, box_of(w, i));
+        if (hd < 0 || !map_handle(w, hd, i)) {
+            qg_destroy(ix);
+            // The old index's handles may have been overwritten in agent_of.
+            if (w->index)
+                for (int32_t k = 0; k < w->n; k++)
+                    if (w->handle[k] >= 0) w->agent_of[w->handle[k]] = k;
+            return hd < 0 ? (qg_status)hd : QG_ERR_NOMEM;
+        }
+        w->handle[i] = hd;
+    }
+    qg_destroy(w->index);
+    w->index = ix;
+    w->kind = kind;
+    w->max_h = max_h;
+    return QG_OK;
+}
+
+// Clamps agent i into the world and turns its velocity back inwards.
+static inline void wall(sim_world *w, int32_t i) {
+    float h = w->h[i], hi = w->size - h;
+    if (w->x[i] < h) {
+        w->x[i] = h;
+        if (w->vx[i] < 0.0f) w->vx[i] = -w->vx[i];
+    } else if (w->x[i] > hi) {
+        w->x[i] = hi;
+        if (w->vx[i] > 0.0f) w->vx[i] = -w->vx[i];
+    }
+    if (w->y[i] < h) {
+        w->y[i] = h;
+        if (w->vy[i] < 0.0f) w->vy[i] = -w->vy[i];
+    } else if (w->y[i] > hi) {
+        w->y[i] = hi;
+        if (w->vy[i] > 0.0f) w->vy[i] = -w->vy[i];
+    }
+}
+
+void world_move(sim_world *w) {
+    w->frame++;
+    float *x = w->x, *y = w->y;
+    const float *vx = w->vx, *vy = w->vy;
+    for (int32_t i = 0; i < w->n; i++) {
+        x[i] += vx[i];
+        y[i] += vy[i];
+    }
+    for (int32_t i = 0; i < w->n; i++) wall(w, i);
+}
+
+qg_status world_update_index(sim_world *w) {
+    for (int32_t i = 0; i < w->n; i++) {
+        qg_status st = qg_move(w->index, w->handle[i], box_of(w, i));
+        if (st != QG_OK) return st;
+    }
+    return QG_OK;
+}
+
+static int bits_for(int32_t n) {
+    int b = 1;
+    while (b < 31 && ((int64_t)1 << b) < n) b++;
+    return b;
+}
+
+static bool collect_pair(qg_handle a, qg_handle b, void *user) {
+    sim_world *w = user;
+    int32_t i = w->agent_of[a], j = w->agent_of[b];
+    if (i > j) {
+        int32_t t = i;
+        i = j;
+        j = t;
+    }
+    if (w->npairs == w->pairs_cap) {
+        size_t cap = w->pairs_cap ? w->pairs_cap * 2 : 4096;
+        uint64_t *p = realloc(w->pairs, cap * sizeof *p);
+        if (!p) {
+            w->pairs_oom = true;
+            return false;
+        }
+        w->pairs = p;
+        uint64_t *t = realloc(w->pairs_tmp, cap * sizeof *t);
+        if (!t) {
+            w->pairs_oom = true;
+            return false;
+        }
+        w->pairs_tmp = t;
+        w->pairs_cap = cap;
+    }
+    w->pairs[w->npairs++] = ((uint64_t)i << w->pair_bits) | (uint64_t)j;
+    return true;
+}
+
+qg_status world_find_pairs(sim_world *w) {
+    w->npairs = 0;
+    w->pairs_oom = false;
+    w->pair_bits = bits_for(w->n);
+    qg_status st = qg_pairs(w->index, collect_pair, w);
+    if (st == QG_OK && w->pairs_oom) st = QG_ERR_NOMEM;
+    return st;
+}
+
+// LSD radix sort of the pair keys. The order pairs come out of qg_pairs
+// differs between kinds; sorting makes the response, and so the whole run,
+// the same for every kind. Keys have 2*bits significant bits, sorted in at
+// most 4 passes of up to 12 bits (2-3 passes for up to a million agents).
+static void sort_pairs(sim_world *w) {
+    size_t n = w->npairs;
+    if (n < 2) return;
+    int total = 2 * w->pair_bits;
+    int passes = (total + 11) / 12;
+    if (passes > 4) passes = 4;
+    int width = (total + passes - 1) / passes;
+    uint64_t mask = ((uint64_t)1 << width) - 1;
+    uint32_t *count = w->radix_count;
+    memset(count, 0, (size_t)passes * 4096 * sizeof *count);
+    const uint64_t *src = w->pairs;
+    for (size_t k = 0; k < n; k++)
+        for (int p = 0; p < passes; p++) count[p * 4096 + ((src[k] >> (p * width)) & mask)]++;
+    uint64_t *a = w->pairs, *b = w->pairs_tmp;
+    for (int p = 0; p < passes; p++) {
+        uint32_t *c = count + p * 4096;
+        // All keys share this digit: the pass would copy them unchanged.
+        if (c[(a[0] >> (p * width)) & mask] == n) continue;
+        uint32_t sum = 0;
+        for (uint64_t d = 0; d <= mask; d++) {
+            uint32_t t = c[d];
+            c[d] = sum;
+            sum += t;
+        }
+        for (size_t k = 0; k < n; k++) b[c[(a[k] >> (p * width)) & mask]++] = a[k];
+        uint64_t *t = a;
+        a = b;
+        b = t;
+    }
+    w->pairs = a;
+    w->pairs_tmp = b;
+}
+
+void world_respond(sim_world *w) {
+    sort_pairs(w);
+    int bits = w->pair_bits;
+    uint64_t low = ((uint64_t)1 << bits) - 1;
+    float *x = w->x, *y = w->y, *vx = w->vx, *vy = w->vy;
+    const float *h = w->h;
+    uint32_t frame = w->frame;
+    for (size_t k = 0; k < w->npairs; k++) {
+        int32_t i = (int32_t)(w->pairs[k] >> bits), j = (int32_t)(w->pairs[k] & low);
+        float dx = x[j] - x[i], dy = y[j] - y[i];
+        float r = h[i] + h[j];
+        float ox = r - fabsf(dx), oy = r - fabsf(dy);
+        // An earlier pair of this frame may already have pushed them apart.
+        if (ox < 0.0f || oy < 0.0f) continue;
+        w->hit_frame[i] = frame;
+        w->hit_frame[j] = frame;
+        // Mass grows with area, so a dragon shoves agents and barely slows.
+        float mi = h[i] * h[i], mj = h[j] * h[j];
+        float wi = mj / (mi + mj), wj = mi / (mi + mj);
+        // Push apart along the axis of least overlap, then swap the velocity
+        // components along it (an elastic bounce) if they are still closing.
+        if (ox <= oy) {
+            float s = dx < 0.0f ? -1.0f : 1.0f;
+            x[i] -= s * ox * wi;
+            x[j] += s * ox * wj;
+            float dv = vx[j] - vx[i];
+            if (dv * s < 0.0f) {
+                vx[i] += 2.0f * wi * dv;
+                vx[j] -= 2.0f * wj * dv;
+            }
+        } else {
+            float s = dy < 0.0f ? -1.0f : 1.0f;
+            y[i] -= s * oy * wi;
+            y[j] += s * oy * wj;
+            float dv = vy[j] - vy[i];
+            if (dv * s < 0.0f) {
+                vy[i] += 2.0f * wi * dv;
+                vy[j] -= 2.0f * wj * dv;
+            }
+        }
+    }
+    // Pushes can shove an agent through a wall.
+    for (int32_t i = 0; i < w->n; i++) wall(w, i);
+}
+
+void world_cleanup(sim_world *w) { qg_cleanup(w->index); }
+
+uint64_t world_hash(const sim_world *w) {
+    uint64_t acc = mix64((uint64_t)w->n);
+    for (int32_t i = 0; i < w->n; i++) {
+        uint32_t b[4];
+        memcpy(&b[0], &w->x[i], 4);
+        memcpy(&b[1], &w->y[i], 4);
+        memcpy(&b[2], &w->vx[i], 4);
+        memcpy(&b[3], &w->vy[i], 4);
+        acc = mix64(acc ^ (((uint64_t)b[0] << 32) | b[1]));
+        acc = mix64(acc ^ (((uint64_t)b[2] << 32) | b[3]));
+    }
+    return acc;
+}
+
+static qg_status append_agent(sim_world *w) {
+    if (!grow_agents(w, w->n + 1)) return QG_ERR_NOMEM;
+    int32_t i = w->n;
+    qg_handle hd = qg_insert(w->index, box_of(w, i));
+    if (hd < 0) return (qg_status)hd;
+    if (!map_handle(w, hd, i)) {
+        qg_remove(w->index, hd);
+        return QG_ERR_NOMEM;
+    }
+    w->handle[i] = hd;
+    w->n++;
+    return QG_OK;
+}
+
+qg_status world_add_random(sim_world *w, int32_t count) {
+    if (!grow_agents(w, w->n + count)) return QG_ERR_NOMEM;
+    for (int32_t k = 0; k < count; k++) {
+        random_agent(w, w->n, 1.0f + 3.0f * unit(&w->rng));
+        qg_status st = append_agent(w);
+        if (st != QG_OK) return st;
+    }
+    return QG_OK;
+}
+
+void world_remove_last(sim_world *w, int32_t count) {
+    if (count > w->n) count = w->n;
+    for (int32_t k = 0; k < count; k++) {
+        int32_t i = --w->n;
+        qg_remove(w->index, w->handle[i]);
+        w->agent_of[w->handle[i]] = -1;
+    }
+}
+
+qg_status world_add_dragon(sim_world *w, float x, float y) {
+    if (!grow_agents(w, w->n + 1)) return QG_ERR_NOMEM;
+    int32_t i = w->n;
+    random_agent(w, i, dragon_half(w, 2.5f));
+    w->handle[i] = -1;
+    float h = w->h[i];
+    w->x[i] = clampf(x, h, w->size - h);
+    w->y[i] = clampf(y, h, w->size - h);
+    w->vx[i] *= 0.3f;
+    w->vy[i] *= 0.3f;
+    if (h > w->max_h) {
+        // A point grid sizes its cells for the biggest box: rebuild for it.
+        w->n++;
+        qg_status st = world_build_index(w, w->kind);
+        if (st != QG_OK) w->n--;
+        return st;
+    }
+    return append_agent(w);
+}
