@@ -40,6 +40,9 @@ static void switch_kind(sim_world *w, view_state *s, qg_kind kind) {
     char msg[128];
     if (!qg_kind_available(kind)) {
         snprintf(msg, sizeof msg, "kind %s is not built yet", qg_kind_name(kind));
+    } else if (kind == QG_BRUTE_FORCE && w->n > 20000) {
+        // Every pair of 100k agents is seconds a frame: the window would freeze.
+        snprintf(msg, sizeof msg, "brute_force is for <= 20000 agents: press - first");
     } else {
         double t0 = sim_now_ms();
         qg_status st = world_build_index(w, kind);
