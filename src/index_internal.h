@@ -71,10 +71,12 @@ extern const qg_kind_class qg_quadtree_class;
 extern const qg_kind_class qg_brute_force_class;
 
 /// The closed-box overlap test every kind and the oracle share.
+/// Bitwise & rather than &&: one well-predicted branch instead of four
+/// unpredictable ones in the pair loops.
 static inline bool qg_overlaps(qg_rect a, qg_rect b)
 {
-    return a.min_x <= b.max_x && b.min_x <= a.max_x && a.min_y <= b.max_y &&
-           b.min_y <= a.max_y;
+    return (a.min_x <= b.max_x) & (b.min_x <= a.max_x) & (a.min_y <= b.max_y) &
+           (b.min_y <= a.max_y);
 }
 
 /// True when slot h holds a live element.

@@ -11,10 +11,13 @@
 //   overlaps holds an element node in a singly-linked index list.
 // - Removal leaves empty leaves in place; qg_cleanup collapses a branch whose
 //   4 children are empty leaves, one level per call (deferred cleanup).
-// - Each element remembers its "home": the one leaf that holds it, when there
-//   is exactly one. A move that stays inside the home leaf's cell touches no
-//   node at all ("if it's still encompassed entirely in that leaf node, we
-//   don't even need to work our way back up again from the root").
+// - Each element remembers one byte: the depth of the deepest leaf it is in.
+//   Leaves no deeper than that are unions of cells of that depth, so a move
+//   whose box covers the same cells of that depth stays in exactly the same
+//   leaves and touches no node at all ("if it's still encompassed entirely in
+//   that leaf node, we don't even need to work our way back up again from the
+//   root"), whether the element is in one leaf or several. Other moves walk
+//   only the subtree of the deepest node holding the old and new boxes.
 // - Pairs walk the leaves in tree order and report a pair only in the leaf
 //   that holds the top-left corner of the two boxes' overlap, so each pair is
 //   reported once without a visited set.
@@ -40,15 +43,6 @@ typedef struct qt_node {
 } qt_node;
 _Static_assert(sizeof(qt_node) == 8, "a quadtree node is 8 bytes");
 
-/// The one leaf that holds an element, or leaf = -1 when the element is in
-/// several leaves. The cell is coded as (1 << depth) | cell coordinate, so the
-/// depth is the code's highest bit.
-typedef struct qt_home {
-    int32_t leaf;
-    uint16_t xcode, ycode;
-} qt_home;
-_Static_assert(sizeof(qt_home) == 8, "a home is 8 bytes");
-
 typedef struct qt_ibox {
     int32_t x0, y0, x1, y1; ///< inclusive integer cell range
 } qt_ibox;
@@ -65,8 +59,8 @@ typedef struct quadtree {
     int32_t free_block; ///< first node of the first free block of 4, -1 if none
     int32_t free_blocks;
     qg_enode_pool enodes;
-    qt_home *homes;
-    int32_t home_capacity;
+    uint8_t *depths; ///< per element: depth of the deepest leaf it is in, or more
+    int32_t depth_capacity;
     float scale_x, scale_y; ///< integer units per world unit
     int32_t max_depth, leaf_capacity;
 } quadtree;
@@ -78,10 +72,9 @@ typedef struct quadtree {
 static inline int32_t qt_map(float v, float origin, float scale)
 {
     float f = (v - origin) * scale;
-    if (!(f > 0.0f))
-        return 0;
-    if (f >= (float)(QT_SIDE - 1))
-        return QT_SIDE - 1;
+    // Written as selects so they compile to maxss/minss, without branches.
+    f = f > 0.0f ? f : 0.0f;
+    f = f < (float)(QT_SIDE - 1) ? f : (float)(QT_SIDE - 1);
     return (int32_t)f;
 }
 
@@ -118,9 +111,11 @@ typedef struct qt_iter {
     int top;
 } qt_iter;
 
-static inline void qt_iter_start(qt_iter *it)
+static const qt_cell qt_root = {0, 0, 0, 0};
+
+static inline void qt_iter_start(qt_iter *it, qt_cell from)
 {
-    it->stack[0] = (qt_cell){0, 0, 0, 0};
+    it->stack[0] = from;
     it->top = 1;
 }
 
@@ -162,22 +157,12 @@ static inline int qt_code_depth(uint16_t code)
 #endif
 }
 
-static inline qt_home qt_home_of(qt_cell c)
+/// True when a and b cover the same cells of the given depth.
+static inline bool qt_same_cells(qt_ibox a, qt_ibox b, int depth)
 {
-    const int shift = QT_BITS - c.depth;
-    qt_home h = {c.node, (uint16_t)((1u << c.depth) | (uint32_t)(c.x >> shift)),
-                 (uint16_t)((1u << c.depth) | (uint32_t)(c.y >> shift))};
-    return h;
-}
-
-/// True when the integer box lies inside the home leaf's cell.
-static inline bool qt_home_holds(qt_home h, qt_ibox b)
-{
-    const int d = qt_code_depth(h.xcode);
-    const int shift = QT_BITS - d;
-    const uint32_t mark = 1u << d;
-    return (((uint32_t)b.x0 >> shift) | mark) == h.xcode && (((uint32_t)b.x1 >> shift) | mark) == h.xcode &&
-           (((uint32_t)b.y0 >> shift) | mark) == h.ycode && (((uint32_t)b.y1 >> shift) | mark) == h.ycode;
+    const int shift = QT_BITS - depth;
+    return ((a.x0 >> shift) == (b.x0 >> shift)) & ((a.x1 >> shift) == (b.x1 >> shift)) &
+           ((a.y0 >> shift) == (b.y0 >> shift)) & ((a.y1 >> shift) == (b.y1 >> shift));
 }
 
 /// Bits 0-3: which children of the cell `c` the box b overlaps (TL, TR, BL, BR).
@@ -198,6 +183,44 @@ static inline qt_cell qt_child_cell(qt_cell c, int32_t first_child, int i)
 static inline int qt_popcount4(unsigned m)
 {
     return (int)((m & 1) + (m >> 1 & 1) + (m >> 2 & 1) + (m >> 3 & 1));
+}
+
+static inline int qt_bit_length(uint32_t v)
+{
+#if defined(__GNUC__)
+    return v ? 32 - __builtin_clz(v) : 0;
+#else
+    int n = 0;
+    while (v) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+/// The deepest node under `c` whose cell contains all of b (b inside c). The
+/// deepest level that can hold b is read off the highest bit in which b's
+/// corners differ, so the walk down only follows coordinate bits.
+static qt_cell qt_descend(const quadtree *qt, qt_cell c, qt_ibox b)
+{
+    const int stop = QT_BITS - qt_bit_length((uint32_t)((b.x0 ^ b.x1) | (b.y0 ^ b.y1)));
+    while (c.depth < stop) {
+        const qt_node n = qt->nodes[c.node];
+        if (n.count != -1)
+            break;
+        const int shift = QT_BITS - 1 - c.depth;
+        const int i = ((b.x0 >> shift) & 1) | ((b.y0 >> shift) & 1) << 1;
+        c = qt_child_cell(c, n.first_child, i);
+    }
+    return c;
+}
+
+/// At most how many leaves b can overlap: the max-depth cells it overlaps.
+static inline int64_t qt_leaf_bound(const quadtree *qt, qt_ibox b)
+{
+    const int shift = QT_BITS - qt->max_depth;
+    return (int64_t)((b.x1 >> shift) - (b.x0 >> shift) + 1) * ((b.y1 >> shift) - (b.y0 >> shift) + 1);
 }
 
 static void qt_link(quadtree *qt, int32_t node, qg_handle h)
@@ -275,17 +298,12 @@ static void qt_try_split(quadtree *qt, qt_cell c)
         const qg_handle h = qt->enodes.data[e].element;
         qg_enode_give(&qt->enodes, e);
         const unsigned mask = qt_child_mask(c, qt_map_box(qt, qt->base.boxes[h]));
-        int last = 0;
         for (int i = 0; i < 4; ++i) {
-            if (mask >> i & 1) {
+            if (mask >> i & 1)
                 qt_link(qt, fc + i, h);
-                last = i;
-            }
         }
-        // Only an element that was in this leaf alone can end in one leaf.
-        if (qt->homes[h].leaf == c.node)
-            qt->homes[h] = qt_popcount4(mask) == 1 ? qt_home_of(qt_child_cell(c, fc, last))
-                                                   : (qt_home){-1, 0, 0};
+        if (qt->depths[h] < c.depth + 1)
+            qt->depths[h] = (uint8_t)(c.depth + 1);
         e = next;
     }
     n->first_child = fc;
@@ -294,12 +312,12 @@ static void qt_try_split(quadtree *qt, qt_cell c)
         qt_try_split(qt, qt_child_cell(c, fc, i));
 }
 
-/// Splits the over-full leaves that b overlaps.
-static void qt_split_leaves(quadtree *qt, qt_ibox b)
+/// Splits the over-full leaves under `from` that b overlaps.
+static void qt_split_leaves(quadtree *qt, qt_cell from, qt_ibox b)
 {
     qt_iter it;
     qt_cell c;
-    qt_iter_start(&it);
+    qt_iter_start(&it, from);
     while (qt_next_leaf(qt, &it, b, &c)) {
         // Splitting c does not disturb the iteration: c is already popped and
         // the stack holds only nodes outside c.
@@ -356,34 +374,35 @@ static void quadtree_destroy(qg_index *index)
     quadtree *qt = (quadtree *)index;
     qg_array_free(&index->alloc, (void **)&qt->nodes, &qt->node_capacity, sizeof(qt_node));
     qg_array_free(&index->alloc, (void **)&qt->enodes.data, &qt->enodes.capacity, sizeof(qg_enode));
-    qg_array_free(&index->alloc, (void **)&qt->homes, &qt->home_capacity, sizeof(qt_home));
+    qg_array_free(&index->alloc, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t));
 }
 
 static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
     const qt_ibox b = qt_map_box(qt, box);
+    const qt_cell from = qt_descend(qt, qt_root, b);
     qt_iter it;
     qt_cell c;
     int64_t leaves = 0;
-    qt_iter_start(&it);
+    qt_iter_start(&it, from);
     while (qt_next_leaf(qt, &it, b, &c))
         leaves++;
-    if (!qg_txn_reserve(txn, (void **)&qt->homes, &qt->home_capacity, sizeof(qt_home), (int64_t)h + 1) ||
+    if (!qg_txn_reserve(txn, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), (int64_t)h + 1) ||
         !qg_enode_reserve(txn, &qt->enodes, leaves))
         return QG_ERR_NOMEM;
 
     bool overfull = false;
-    qt_cell last = {0, 0, 0, 0};
-    qt_iter_start(&it);
+    int deepest = 0;
+    qt_iter_start(&it, from);
     while (qt_next_leaf(qt, &it, b, &c)) {
         qt_link(qt, c.node, h);
         overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
-        last = c;
+        deepest = c.depth > deepest ? c.depth : deepest;
     }
-    qt->homes[h] = leaves == 1 ? qt_home_of(last) : (qt_home){-1, 0, 0};
+    qt->depths[h] = (uint8_t)deepest;
     if (overfull)
-        qt_split_leaves(qt, b);
+        qt_split_leaves(qt, from, b);
     return QG_OK;
 }
 
@@ -393,64 +412,74 @@ static void quadtree_remove(qg_index *index, qg_handle h)
     const qt_ibox b = qt_map_box(qt, index->boxes[h]);
     qt_iter it;
     qt_cell c;
-    qt_iter_start(&it);
+    qt_iter_start(&it, qt_descend(qt, qt_root, b));
     while (qt_next_leaf(qt, &it, b, &c))
         qt_unlink(qt, c.node, h);
-    qt->homes[h].leaf = -1;
+}
+
+/// A move that changes leaves. Kept out of line so the common case in
+/// quadtree_move stays a few instructions with no register spills.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect box, qt_ibox ob, qt_ibox nb)
+{
+    qg_index *index = &qt->base;
+    // One walk over the union of old and new boxes, from the deepest node that
+    // holds both: leaves in both keep their element node, so a move is cheaper
+    // than remove + insert, and the walk stays in a small subtree.
+    const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
+                        ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
+    const qt_cell from = qt_descend(qt, qt_root, ub);
+    qt_iter it;
+    qt_cell c;
+    // Grow first. Counting the leaves gained needs a walk; skip it when the
+    // spare element nodes already cover the most the new box could need.
+    const int64_t spare = (int64_t)qt->enodes.capacity - qt->enodes.live;
+    if (spare < qt_leaf_bound(qt, nb)) {
+        int64_t gained = 0;
+        qt_iter_start(&it, from);
+        while (qt_next_leaf(qt, &it, ub, &c)) {
+            const qt_ibox cb = qt_cell_box(c);
+            gained += qt_ibox_overlaps(cb, nb) && !qt_ibox_overlaps(cb, ob);
+        }
+        if (!qg_enode_reserve(txn, &qt->enodes, gained))
+            return QG_ERR_NOMEM;
+    }
+
+    index->boxes[h] = box;
+    bool overfull = false;
+    int deepest = 0;
+    qt_iter_start(&it, from);
+    while (qt_next_leaf(qt, &it, ub, &c)) {
+        const qt_ibox cb = qt_cell_box(c);
+        const bool in_old = qt_ibox_overlaps(cb, ob), in_new = qt_ibox_overlaps(cb, nb);
+        if (in_old && !in_new) {
+            qt_unlink(qt, c.node, h);
+        } else if (in_new) {
+            if (!in_old) {
+                qt_link(qt, c.node, h);
+                overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
+            }
+            deepest = c.depth > deepest ? c.depth : deepest;
+        }
+    }
+    qt->depths[h] = (uint8_t)deepest;
+    if (overfull)
+        qt_split_leaves(qt, from, nb);
+    return QG_OK;
 }
 
 static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
     const qt_ibox nb = qt_map_box(qt, box);
-    const qt_home home = qt->homes[h];
-    if (home.leaf >= 0 && qt_home_holds(home, nb)) {
-        index->boxes[h] = box; // still inside its one leaf: no node changes
-        return QG_OK;
-    }
     const qt_ibox ob = qt_map_box(qt, index->boxes[h]);
-    if (ob.x0 == nb.x0 && ob.y0 == nb.y0 && ob.x1 == nb.x1 && ob.y1 == nb.y1) {
-        index->boxes[h] = box; // same integer box: same leaves
+    if (qt_same_cells(ob, nb, qt->depths[h])) {
+        index->boxes[h] = box; // same leaves: no node changes
         return QG_OK;
     }
-    // One walk over the union of old and new boxes: leaves in both keep their
-    // element node, so a move is cheaper than remove + insert.
-    const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
-                        ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
-    qt_iter it;
-    qt_cell c;
-    int64_t gained = 0;
-    qt_iter_start(&it);
-    while (qt_next_leaf(qt, &it, ub, &c)) {
-        const qt_ibox cb = qt_cell_box(c);
-        gained += qt_ibox_overlaps(cb, nb) && !qt_ibox_overlaps(cb, ob);
-    }
-    if (!qg_enode_reserve(txn, &qt->enodes, gained))
-        return QG_ERR_NOMEM;
-
-    index->boxes[h] = box;
-    bool overfull = false;
-    int32_t now_in = 0;
-    qt_cell last = {0, 0, 0, 0};
-    qt_iter_start(&it);
-    while (qt_next_leaf(qt, &it, ub, &c)) {
-        const qt_ibox cb = qt_cell_box(c);
-        const bool in_old = qt_ibox_overlaps(cb, ob), in_new = qt_ibox_overlaps(cb, nb);
-        if (in_old && !in_new)
-            qt_unlink(qt, c.node, h);
-        else if (in_new && !in_old) {
-            qt_link(qt, c.node, h);
-            overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
-        }
-        if (in_new) {
-            now_in++;
-            last = c;
-        }
-    }
-    qt->homes[h] = now_in == 1 ? qt_home_of(last) : (qt_home){-1, 0, 0};
-    if (overfull)
-        qt_split_leaves(qt, nb);
-    return QG_OK;
+    return qt_move_slow(qt, txn, h, box, ob, nb);
 }
 
 static void quadtree_cleanup(qg_index *index)
@@ -500,7 +529,7 @@ static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn,
     const qt_ibox qb = qt_map_box(qt, area);
     qt_iter it;
     qt_cell c;
-    qt_iter_start(&it);
+    qt_iter_start(&it, qt_root);
     while (qt_next_leaf(qt, &it, qb, &c)) {
         for (int32_t e = qt->nodes[c.node].first_child; e >= 0; e = qt->enodes.data[e].next) {
             const qg_handle h = qt->enodes.data[e].element;
@@ -572,7 +601,7 @@ static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user)
     const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
     qt_iter it;
     qt_cell c;
-    qt_iter_start(&it);
+    qt_iter_start(&it, qt_root);
     while (qt_next_leaf(qt, &it, all, &c)) {
         if (qt->nodes[c.node].count >= 2 && !qt_leaf_pairs(qt, c, fn, user))
             return;
@@ -700,36 +729,27 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
     if (k.enodes_in_leaves != qt->enodes.live || qg_enode_free_count(&qt->enodes) != qt->enodes.high - qt->enodes.live)
         return QG_ERR_INVALID;
     // Every live element is in exactly the leaves its box overlaps (the sum
-    // matches the element nodes found above), and its home is exact.
+    // matches the element nodes found above), none deeper than its depth.
     int64_t expected = 0;
     for (qg_handle h = 0; h < index->box_high; ++h) {
         if (!qg_slot_live(index, h))
             continue;
-        if (h >= qt->home_capacity)
+        if (h >= qt->depth_capacity || qt->depths[h] > qt->max_depth)
             return QG_ERR_INVALID;
         const qt_ibox b = qt_map_box(qt, index->boxes[h]);
         qt_iter it;
-        qt_cell c, only = {0, 0, 0, 0};
-        int64_t leaves = 0;
-        qt_iter_start(&it);
-        while (qt_next_leaf(qt, &it, b, &c)) {
-            leaves++;
-            only = c;
-        }
-        expected += leaves;
-        const qt_home home = qt->homes[h];
-        if (leaves == 1) {
-            const qt_home want = qt_home_of(only);
-            if (home.leaf != want.leaf || home.xcode != want.xcode || home.ycode != want.ycode)
+        qt_cell leaf;
+        qt_iter_start(&it, qt_root);
+        while (qt_next_leaf(qt, &it, b, &leaf)) {
+            if (leaf.depth > qt->depths[h])
                 return QG_ERR_INVALID;
-        } else if (home.leaf != -1) {
-            return QG_ERR_INVALID;
+            expected++;
         }
     }
     if (expected != qt->enodes.live)
         return QG_ERR_INVALID;
     *bytes += (size_t)qt->node_capacity * sizeof(qt_node) + (size_t)qt->enodes.capacity * sizeof(qg_enode) +
-              (size_t)qt->home_capacity * sizeof(qt_home);
+              (size_t)qt->depth_capacity * sizeof(uint8_t);
     return QG_OK;
 }
 
