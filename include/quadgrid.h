@@ -167,6 +167,25 @@ QG_API qg_status qg_query_point(const qg_index *index, float x, float y, qg_quer
 /// same sequence of calls.
 QG_API qg_status qg_pairs(const qg_index *index, qg_pair_fn *fn, void *user);
 
+/// What a query or pair search did: the work behind its answer, for tuning
+/// and for comparing kinds (Box2D-style stats returned by queries).
+typedef struct qg_query_stats {
+    /// Nodes or cells the search looked at (for grids: cells, at every level).
+    int64_t nodes_visited;
+    /// Element boxes tested against the area (or pair tests, for pairs).
+    int64_t elements_tested;
+} qg_query_stats;
+
+/// qg_query that also reports what the search did into *stats (which may be
+/// NULL).
+QG_API qg_status qg_query_with_stats(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                                     qg_query_stats *stats);
+
+/// qg_pairs that also reports what the search did into *stats (which may be
+/// NULL).
+QG_API qg_status qg_pairs_with_stats(const qg_index *index, qg_pair_fn *fn, void *user,
+                                     qg_query_stats *stats);
+
 /// What an index holds right now.
 typedef struct qg_stats {
     /// Bytes this index holds from its allocator right now, exactly.

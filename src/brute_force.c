@@ -49,16 +49,21 @@ static void brute_force_clear(qg_index *index)
     (void)index;
 }
 
-static void brute_force_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user)
+static void brute_force_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                              qg_query_stats *stats)
 {
+    stats->nodes_visited = 1;
+    stats->elements_tested = index->count;
     for (qg_handle h = 0; h < index->box_high; ++h) {
         if (qg_slot_live(index, h) && qg_overlaps(index->boxes[h], area) && !fn(h, user))
             return;
     }
 }
 
-static void brute_force_pairs(const qg_index *index, qg_pair_fn *fn, void *user)
+static void brute_force_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
+    stats->nodes_visited = 1;
+    stats->elements_tested = (int64_t)index->count * (index->count - 1) / 2;
     for (qg_handle a = 0; a < index->box_high; ++a) {
         if (!qg_slot_live(index, a))
             continue;

@@ -222,27 +222,44 @@ void qg_clear(qg_index *index)
     index->count = 0;
 }
 
-qg_status qg_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user)
+qg_status qg_query_with_stats(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                              qg_query_stats *stats)
 {
+    qg_query_stats local = {0, 0};
     if (index == NULL || fn == NULL || !area_valid(area))
         return QG_ERR_INVALID;
     if (index->count > 0)
-        index->klass->query(index, area, fn, user);
+        index->klass->query(index, area, fn, user, &local);
+    if (stats != NULL)
+        *stats = local;
     return QG_OK;
+}
+
+qg_status qg_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user)
+{
+    return qg_query_with_stats(index, area, fn, user, NULL);
 }
 
 qg_status qg_query_point(const qg_index *index, float x, float y, qg_query_fn *fn, void *user)
 {
-    return qg_query(index, (qg_rect){x, y, x, y}, fn, user);
+    return qg_query_with_stats(index, (qg_rect){x, y, x, y}, fn, user, NULL);
+}
+
+qg_status qg_pairs_with_stats(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    qg_query_stats local = {0, 0};
+    if (index == NULL || fn == NULL)
+        return QG_ERR_INVALID;
+    if (index->count > 1)
+        index->klass->pairs(index, fn, user, &local);
+    if (stats != NULL)
+        *stats = local;
+    return QG_OK;
 }
 
 qg_status qg_pairs(const qg_index *index, qg_pair_fn *fn, void *user)
 {
-    if (index == NULL || fn == NULL)
-        return QG_ERR_INVALID;
-    if (index->count > 1)
-        index->klass->pairs(index, fn, user);
-    return QG_OK;
+    return qg_pairs_with_stats(index, fn, user, NULL);
 }
 
 qg_stats qg_get_stats(const qg_index *index)

@@ -55,9 +55,10 @@ struct qg_kind_class {
     void (*cleanup)(qg_index *index);
     /// Empties the structure, keeping its memory (the base resets the slots).
     void (*clear)(qg_index *index);
-    /// `area` is not NaN and min <= max; it may be infinite.
-    void (*query)(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user);
-    void (*pairs)(const qg_index *index, qg_pair_fn *fn, void *user);
+    /// `area` is not NaN and min <= max; it may be infinite. `stats` is never
+    /// NULL and starts zeroed: add the nodes/cells visited and boxes tested.
+    void (*query)(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats);
+    void (*pairs)(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);
     /// Fills nodes, leaves, max_depth_reached.
     void (*stats)(const qg_index *index, qg_stats *stats);
     void (*visit)(const qg_index *index, qg_visit_fn *fn, void *user);

@@ -522,7 +522,8 @@ static void quadtree_clear(qg_index *index)
     qg_enode_pool_reset(&qt->enodes);
 }
 
-static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user)
+static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                           qg_query_stats *stats)
 {
     const quadtree *qt = (const quadtree *)index;
     const qg_rect bounds = index->config.bounds;
@@ -531,6 +532,8 @@ static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn,
     qt_cell c;
     qt_iter_start(&it, qt_root);
     while (qt_next_leaf(qt, &it, qb, &c)) {
+        stats->nodes_visited++;
+        stats->elements_tested += qt->nodes[c.node].count;
         for (int32_t e = qt->nodes[c.node].first_child; e >= 0; e = qt->enodes.data[e].next) {
             const qg_handle h = qt->enodes.data[e].element;
             const qg_rect r = index->boxes[h];
@@ -595,7 +598,7 @@ static bool qt_leaf_pairs(const quadtree *qt, qt_cell c, qg_pair_fn *fn, void *u
     return true;
 }
 
-static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user)
+static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     const quadtree *qt = (const quadtree *)index;
     const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
@@ -603,7 +606,10 @@ static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user)
     qt_cell c;
     qt_iter_start(&it, qt_root);
     while (qt_next_leaf(qt, &it, all, &c)) {
-        if (qt->nodes[c.node].count >= 2 && !qt_leaf_pairs(qt, c, fn, user))
+        const int64_t k = qt->nodes[c.node].count;
+        stats->nodes_visited++;
+        stats->elements_tested += k * (k - 1) / 2;
+        if (k >= 2 && !qt_leaf_pairs(qt, c, fn, user))
             return;
     }
 }
