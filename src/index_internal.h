@@ -67,8 +67,16 @@ struct qg_kind_class {
     qg_status (*validate)(const qg_index *index, size_t *bytes);
 };
 
-/// The kinds built in this version; NULL for kinds not built yet.
+/// One table per kind, each the only symbol its file exports. index.c lists
+/// the ones that are built.
 extern const qg_kind_class qg_quadtree_class;
+extern const qg_kind_class qg_loose_quadtree_class;
+extern const qg_kind_class qg_level_quadtree_class;
+extern const qg_kind_class qg_bucket_quadtree_class;
+extern const qg_kind_class qg_grid_class;
+extern const qg_kind_class qg_multi_grid_class;
+extern const qg_kind_class qg_loose_grid_class;
+extern const qg_kind_class qg_point_grid_class;
 extern const qg_kind_class qg_brute_force_class;
 
 /// The closed-box overlap test every kind and the oracle share.
