@@ -559,33 +559,41 @@ static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rec
     return qt_cell_holds(c, qt_map(px, bounds.min_x, qt->scale_x), qt_map(py, bounds.min_y, qt->scale_y));
 }
 
-/// Pairs within one leaf; false when the callback asked to stop.
-static bool qt_leaf_pairs(const quadtree *qt, qt_cell c, qg_pair_fn *fn, void *user)
+#if defined(__GNUC__)
+#define QT_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define QT_PREFETCH(p) ((void)(p))
+#endif
+
+/// Leaves gathered per batch in qg_pairs.
+#define QT_BATCH 32
+
+/// Pairs among the k elements of one leaf, given their handles; false when
+/// the callback asked to stop.
+static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, qg_pair_fn *fn,
+                           void *user)
 {
-    const qt_node n = qt->nodes[c.node];
+    qg_rect r[QT_GATHER];
+    for (int i = 0; i < k; ++i)
+        r[i] = qt->base.boxes[ids[i]];
+    for (int i = 0; i < k; ++i) {
+        const qg_rect a = r[i];
+        for (int j = i + 1; j < k; ++j) {
+            if (qg_overlaps(a, r[j]) && qt_pair_here(qt, c, a, r[j]) &&
+                !qg_report_pair(fn, user, ids[i], ids[j]))
+                return false;
+        }
+    }
+    return true;
+}
+
+/// Pairs in a leaf too big to gather (only possible at max depth), walked in
+/// place.
+static bool qt_pairs_big_leaf(const quadtree *qt, qt_cell c, qg_pair_fn *fn, void *user)
+{
     const qg_enode *en = qt->enodes.data;
     const qg_rect *boxes = qt->base.boxes;
-    if (n.count <= QT_GATHER) {
-        // Gather once so the O(k^2) loop reads a small contiguous array.
-        qg_handle ids[QT_GATHER];
-        qg_rect r[QT_GATHER];
-        int k = 0;
-        for (int32_t e = n.first_child; e >= 0; e = en[e].next) {
-            ids[k] = en[e].element;
-            r[k] = boxes[ids[k]];
-            k++;
-        }
-        for (int i = 0; i < k; ++i) {
-            const qg_rect a = r[i];
-            for (int j = i + 1; j < k; ++j) {
-                if (qg_overlaps(a, r[j]) && qt_pair_here(qt, c, a, r[j]) &&
-                    !qg_report_pair(fn, user, ids[i], ids[j]))
-                    return false;
-            }
-        }
-        return true;
-    }
-    for (int32_t e = n.first_child; e >= 0; e = en[e].next) {
+    for (int32_t e = qt->nodes[c.node].first_child; e >= 0; e = en[e].next) {
         const qg_handle ha = en[e].element;
         const qg_rect a = boxes[ha];
         for (int32_t f = en[e].next; f >= 0; f = en[f].next) {
@@ -598,19 +606,73 @@ static bool qt_leaf_pairs(const quadtree *qt, qt_cell c, qg_pair_fn *fn, void *u
     return true;
 }
 
+/// Walks the element lists of a batch of leaves side by side, one link of
+/// each per round, prefetching each element's box. A leaf's list is a chain
+/// of dependent loads; walking many chains at once lets their cache misses
+/// overlap instead of queueing one behind the other.
+static void qt_gather_batch(const quadtree *qt, const qt_cell *leaf, int n, qg_handle *ids, int *start)
+{
+    const qg_enode *en = qt->enodes.data;
+    int32_t cursor[QT_BATCH];
+    int fill[QT_BATCH];
+    start[0] = 0;
+    for (int i = 0; i < n; ++i) {
+        const qt_node node = qt->nodes[leaf[i].node];
+        cursor[i] = node.first_child;
+        fill[i] = start[i];
+        start[i + 1] = start[i] + node.count;
+        QT_PREFETCH(&en[cursor[i]]);
+    }
+    for (bool active = true; active;) {
+        active = false;
+        for (int i = 0; i < n; ++i) {
+            const int32_t e = cursor[i];
+            if (e < 0)
+                continue;
+            const qg_handle h = en[e].element;
+            QT_PREFETCH(&qt->base.boxes[h]);
+            ids[fill[i]++] = h;
+            cursor[i] = en[e].next;
+            if (cursor[i] >= 0)
+                QT_PREFETCH(&en[cursor[i]]);
+            active = true;
+        }
+    }
+}
+
 static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     const quadtree *qt = (const quadtree *)index;
     const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
     qt_iter it;
     qt_cell c;
+    qt_cell leaf[QT_BATCH];
+    int start[QT_BATCH + 1];
+    qg_handle ids[QT_BATCH * QT_GATHER];
     qt_iter_start(&it, qt_root);
-    while (qt_next_leaf(qt, &it, all, &c)) {
-        const int64_t k = qt->nodes[c.node].count;
-        stats->nodes_visited++;
-        stats->elements_tested += k * (k - 1) / 2;
-        if (k >= 2 && !qt_leaf_pairs(qt, c, fn, user))
-            return;
+    for (bool more = true; more;) {
+        // Leaves in tree order, a batch at a time.
+        int n = 0;
+        while (n < QT_BATCH) {
+            if (!qt_next_leaf(qt, &it, all, &c)) {
+                more = false;
+                break;
+            }
+            const int64_t k = qt->nodes[c.node].count;
+            stats->nodes_visited++;
+            stats->elements_tested += k * (k - 1) / 2;
+            if (k > QT_GATHER) {
+                if (!qt_pairs_big_leaf(qt, c, fn, user))
+                    return;
+            } else if (k >= 2) {
+                leaf[n++] = c;
+            }
+        }
+        qt_gather_batch(qt, leaf, n, ids, start);
+        for (int i = 0; i < n; ++i) {
+            if (!qt_pairs_among(qt, leaf[i], ids + start[i], start[i + 1] - start[i], fn, user))
+                return;
+        }
     }
 }
 
