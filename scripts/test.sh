@@ -1,0 +1,22 @@
+#!/bin/sh
+# The test command: installs what the build and the tests need, configures
+# build/ (Release, warnings are errors), builds everything and runs ctest.
+# Exits nonzero when anything fails.
+#
+# Environment: BUILD_DIR (default build), CMAKE_ARGS (extra configure
+# arguments), QG_TEST_SCALE (longer random test sequences, e.g. 10).
+set -eu
+cd "$(dirname "$0")/.."
+
+# The tests (cmocka, pkg-config for the install test) and the apps, which
+# build as part of the default configuration.
+scripts/deps.sh build-essential cmake pkg-config libcmocka-dev \
+    libpng-dev libsdl2-dev libchipmunk-dev libbox2d-dev ffmpeg
+
+build=${BUILD_DIR:-build}
+jobs=$(nproc 2> /dev/null || echo 2)
+
+# shellcheck disable=SC2086 # CMAKE_ARGS is a list
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQG_WERROR=ON -DQG_BUILD_TESTS=ON ${CMAKE_ARGS:-}
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs"

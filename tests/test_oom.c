@@ -1,0 +1,406 @@
+/* Fault injection, for one kind (argv[1]).
+ *
+ * A scripted run (create, ~300 mixed operations with splits, moves, removes,
+ * cleanups, a clear and queries, destroy) is repeated once for every k: run k
+ * fails the k-th allocate-or-grow request (never a shrink or a free, which the
+ * contract says cannot fail). Whenever a call answers QG_ERR_NOMEM, the index
+ * must answer exactly as before the call, validate, hold exactly the bytes its
+ * allocator gave it, and work again when the call is retried. The runs stop at
+ * the first k the script never reaches. */
+#include "test_util.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static qg_kind g_kind = QG_BRUTE_FORCE;
+static const float INF = (float)INFINITY;
+
+typedef enum op_kind {
+    OP_INSERT,
+    OP_REMOVE,
+    OP_MOVE,
+    OP_CLEANUP,
+    OP_CLEAR,
+    OP_QUERY,
+    OP_QUERY_POINT,
+    OP_PAIRS,
+} op_kind;
+
+static const char *const OP_NAMES[] = {"insert", "remove", "move", "cleanup",
+                                       "clear", "query", "query_point", "pairs"};
+
+typedef struct op {
+    op_kind kind;
+    int slot; /* the script's own name for an element */
+    qg_rect box;
+} op;
+
+#define MAX_OPS 400
+#define MAX_SLOTS 400
+
+typedef struct script {
+    op ops[MAX_OPS];
+    int n;
+    int slots;
+} script;
+
+/* The script is made once from a fixed seed, so every run is the same. */
+static void make_script(script *s, int scale)
+{
+    tu_rng r;
+    tu_rng_seed(&r, 20240601);
+    bool live[MAX_SLOTS] = {false};
+    int nslots = 0;
+    s->n = 0;
+#define PUSH(K, S, B) (s->ops[s->n++] = (op){(K), (S), (B)})
+    int target = 300 * scale;
+    if (target > MAX_OPS - 20)
+        target = MAX_OPS - 20;
+    while (s->n < target) {
+        int phase = s->n * 6 / target;
+        uint32_t k = tu_rng_below(&r, 100);
+        int pick = -1;
+        for (int t = 0; t < 20 && nslots; t++) {
+            int c = (int)tu_rng_below(&r, (uint32_t)nslots);
+            if (live[c]) {
+                pick = c;
+                break;
+            }
+        }
+        /* Clustered boxes force splits down several levels. */
+        float cx = phase % 2 ? 700 : 130, cy = phase % 2 ? 300 : 900;
+        float spread = tu_rng_chance(&r, 0.7) ? 20 : 500;
+        float x = cx + tu_rng_range(&r, -spread, spread), y = cy + tu_rng_range(&r, -spread, spread);
+        float w = tu_rng_chance(&r, 0.1) ? 0 : tu_rng_range(&r, 0, 8);
+        if (tu_rng_chance(&r, 0.04))
+            w = 3000; /* wider than the world */
+        qg_rect box = tu_rect(x, y, x + w, y + w);
+
+        bool inserting = phase == 0 || phase == 4 ? k < 75 : k < 25;
+        if ((inserting || pick < 0) && nslots < MAX_SLOTS) {
+            live[nslots] = true;
+            PUSH(OP_INSERT, nslots, box);
+            nslots++;
+        } else if (k < 45 && pick >= 0) {
+            live[pick] = false;
+            PUSH(OP_REMOVE, pick, box);
+        } else if (k < 75 && pick >= 0) {
+            PUSH(OP_MOVE, pick, box);
+        } else if (k < 82) {
+            PUSH(OP_CLEANUP, -1, box);
+        } else if (k < 90) {
+            PUSH(OP_QUERY, -1, tu_rect(x - 100, y - 100, x + 100, y + 100));
+        } else if (k < 95) {
+            PUSH(OP_QUERY_POINT, -1, tu_rect(x, y, x, y));
+        } else {
+            PUSH(OP_PAIRS, -1, box);
+        }
+        if (s->n == target * 4 / 6) { /* a clear, then the refill of phase 4 */
+            PUSH(OP_CLEAR, -1, box);
+            for (int i = 0; i < nslots; i++)
+                live[i] = false;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        PUSH(OP_CLEANUP, -1, tu_rect(0, 0, 0, 0));
+    PUSH(OP_PAIRS, -1, tu_rect(0, 0, 0, 0));
+#undef PUSH
+    s->slots = nslots;
+}
+
+/* What the script expects the index to hold. */
+typedef struct model {
+    bool live[MAX_SLOTS];
+    qg_rect box[MAX_SLOTS];
+    qg_handle h[MAX_SLOTS];
+    int32_t count;
+    qg_handle max_handle;
+} model;
+
+typedef struct run {
+    const char *mode;
+    long k;
+    int step;
+    const char *op;
+} run;
+
+static void rfail(const run *r, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    print_error("FAILED kind=%s mode=%s fail_at=%ld step=%d op=%s: %s\n", qg_kind_name(g_kind),
+                r->mode, r->k, r->step, r->op, msg);
+    fail();
+}
+
+static void check_mem(const run *r, const qg_index *idx, const tu_alloc *a)
+{
+    if (a->errors)
+        rfail(r, "allocator misuse: %s", a->last_error);
+    size_t mb = qg_get_stats(idx).memory_bytes;
+    if (mb != a->bytes)
+        rfail(r, "memory_bytes %zu, but the allocator holds %zu", mb, a->bytes);
+}
+
+/* The index answers what the model says: count, every slot's box, and a
+ * query of the whole plane. */
+static void check_model(const run *r, const qg_index *idx, const model *m)
+{
+    if (qg_count(idx) != m->count)
+        rfail(r, "qg_count %d, expected %d", qg_count(idx), m->count);
+    for (int i = 0; i < MAX_SLOTS; i++) {
+        if (!m->live[i])
+            continue;
+        qg_rect g;
+        qg_status st = qg_get(idx, m->h[i], &g);
+        if (st != QG_OK || !tu_rect_same(g, m->box[i]))
+            rfail(r, "slot %d (handle %d): qg_get = %s or a different box", i, m->h[i],
+                  qg_status_name(st));
+    }
+    tu_collect c = {0};
+    if (qg_query(idx, tu_rect(-INF, -INF, INF, INF), tu_collect_query, &c) != QG_OK)
+        rfail(r, "whole-plane query failed");
+    if (c.calls != m->count)
+        rfail(r, "whole-plane query found %ld, expected %d", c.calls, m->count);
+    tu_vec_free(&c.out);
+}
+
+static qg_status call_op(qg_index *idx, const op *o, const model *m, qg_handle *inserted)
+{
+    tu_collect c = {0};
+    qg_status st = QG_OK;
+    switch (o->kind) {
+    case OP_INSERT: {
+        qg_handle h = qg_insert(idx, o->box);
+        *inserted = h;
+        st = h < 0 ? (qg_status)h : QG_OK;
+        break;
+    }
+    case OP_REMOVE: st = qg_remove(idx, m->h[o->slot]); break;
+    case OP_MOVE: st = qg_move(idx, m->h[o->slot], o->box); break;
+    case OP_CLEANUP: qg_cleanup(idx); break;
+    case OP_CLEAR: qg_clear(idx); break;
+    case OP_QUERY: st = qg_query(idx, o->box, tu_collect_query, &c); break;
+    case OP_QUERY_POINT:
+        st = qg_query_point(idx, o->box.min_x, o->box.min_y, tu_collect_query, &c);
+        break;
+    case OP_PAIRS: st = qg_pairs(idx, tu_collect_pair, &c); break;
+    }
+    tu_vec_free(&c.out);
+    return st;
+}
+
+static void apply_model(model *m, const op *o, qg_handle inserted)
+{
+    switch (o->kind) {
+    case OP_INSERT:
+        m->live[o->slot] = true;
+        m->box[o->slot] = o->box;
+        m->h[o->slot] = inserted;
+        m->count++;
+        if (inserted > m->max_handle)
+            m->max_handle = inserted;
+        break;
+    case OP_REMOVE:
+        m->live[o->slot] = false;
+        m->count--;
+        break;
+    case OP_MOVE: m->box[o->slot] = o->box; break;
+    case OP_CLEAR:
+        for (int i = 0; i < MAX_SLOTS; i++)
+            m->live[i] = false;
+        m->count = 0;
+        break;
+    default: break;
+    }
+}
+
+static qg_config oom_config(tu_alloc *a)
+{
+    qg_config c = qg_default_config(g_kind);
+    c.allocator = tu_allocator(a);
+    if (g_kind == QG_POINT_GRID)
+        c.max_element_size = 4096;
+    return c;
+}
+
+/* One run of the script with the k-th grow request failing. Returns the
+ * number of failures injected (0: the script never reached request k). */
+static long run_script(const script *s, long k, tu_fail_mode mode, const char *mode_name)
+{
+    run r = {mode_name, k, -1, "create"};
+    tu_alloc a;
+    tu_alloc_init(&a);
+    a.fail_at = k;
+    a.mode = mode;
+    qg_config cfg = oom_config(&a);
+
+    qg_index *idx = (qg_index *)&a;
+    qg_status st = qg_create(&cfg, &idx);
+    tu_alloc_end_call(&a);
+    if (st == QG_ERR_NOMEM) {
+        if (idx != NULL)
+            rfail(&r, "qg_create failed but *out is not NULL");
+        if (a.bytes != 0 || a.blocks != 0)
+            rfail(&r, "qg_create failed and leaked %zu bytes", a.bytes);
+        if (a.injected == 0)
+            rfail(&r, "qg_create answered QG_ERR_NOMEM with no failure injected");
+        st = qg_create(&cfg, &idx);
+    }
+    if (st != QG_OK)
+        rfail(&r, "qg_create = %s", qg_status_name(st));
+    check_mem(&r, idx, &a);
+
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    tu_snapshot before = {0}, after = {0};
+    char msg[256];
+    for (int i = 0; i < s->n; i++) {
+        const op *o = &s->ops[i];
+        r.step = i;
+        r.op = OP_NAMES[o->kind];
+        int32_t probe = m->max_handle + 4;
+        bool mutating = o->kind <= OP_CLEAR;
+        if (mutating)
+            tu_snapshot_take(idx, probe, &before);
+        long injected = a.injected;
+        qg_handle inserted = -1;
+        st = call_op(idx, o, m, &inserted);
+        tu_alloc_end_call(&a);
+        bool failed_here = a.injected != injected;
+        check_mem(&r, idx, &a);
+
+        if (st == QG_ERR_NOMEM) {
+            if (!failed_here)
+                rfail(&r, "QG_ERR_NOMEM with no failure injected in this call");
+            if (qg_validate(idx) != QG_OK)
+                rfail(&r, "qg_validate failed after QG_ERR_NOMEM");
+            if (mutating) {
+                tu_snapshot_take(idx, probe, &after);
+                if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
+                    rfail(&r, "QG_ERR_NOMEM, but the index changed: %s", msg);
+            }
+            /* Retry with the failure behind us: the script stays in step. */
+            long inj = a.injected;
+            st = call_op(idx, o, m, &inserted);
+            tu_alloc_end_call(&a);
+            if (a.injected != inj)
+                rfail(&r, "the retry saw an injected failure (test bug)");
+            check_mem(&r, idx, &a);
+        } else if (failed_here && (o->kind == OP_CLEANUP || o->kind == OP_CLEAR)) {
+            rfail(&r, "asked to grow memory, which this void call cannot report");
+        }
+        if (st != QG_OK)
+            rfail(&r, "status %s", qg_status_name(st));
+        apply_model(m, o, inserted);
+        if (qg_validate(idx) != QG_OK)
+            rfail(&r, "qg_validate failed");
+        check_model(&r, idx, m);
+        check_mem(&r, idx, &a);
+    }
+    tu_snapshot_free(&before);
+    tu_snapshot_free(&after);
+    free(m);
+    r.op = "destroy";
+    qg_destroy(idx);
+    if (a.bytes != 0 || a.blocks != 0)
+        rfail(&r, "after qg_destroy the allocator still holds %zu bytes in %zu blocks", a.bytes,
+              a.blocks);
+    if (a.errors)
+        rfail(&r, "allocator misuse: %s", a.last_error);
+    return a.injected;
+}
+
+static void skip_unavailable(void)
+{
+    if (!qg_kind_available(g_kind))
+        skip();
+}
+
+static void every_k(tu_fail_mode mode, const char *name)
+{
+    skip_unavailable();
+    script *s = malloc(sizeof *s);
+    assert_non_null(s);
+    make_script(s, (int)(tu_scale() >= 2 ? 2 : 1));
+    long k;
+    for (k = 1; k < 1000000; k++)
+        if (run_script(s, k, mode, name) == 0)
+            break;
+    fprintf(stderr, "oom %s %s: %d ops, %ld grow requests, every one failed once\n",
+            qg_kind_name(g_kind), name, s->n, k - 1);
+    /* A script that never allocates proves nothing. */
+    assert_true(k > 3);
+    free(s);
+}
+
+static void test_fail_once(void **state)
+{
+    (void)state;
+    every_k(TU_FAIL_ONCE, "once");
+}
+
+/* Every request from the k-th on fails until the call returns, so code
+ * that tries to recover by allocating fails too. */
+static void test_fail_sticky(void **state)
+{
+    (void)state;
+    every_k(TU_FAIL_STICKY, "sticky");
+}
+
+/* A create that fails at any point returns QG_ERR_NOMEM, sets *out to NULL
+ * and holds nothing, for a few configs (tiny and large initial sizes). */
+static void test_create_fails(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    const qg_rect bounds[] = {{0, 0, 1024, 1024}, {-5, -5, 5, 5}, {0, 0, 100000, 100}};
+    for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++)
+        for (long k = 1; k < 1000; k++) {
+            tu_alloc a;
+            tu_alloc_init(&a);
+            a.fail_at = k;
+            qg_config c = oom_config(&a);
+            c.bounds = bounds[b];
+            qg_index *idx = (qg_index *)&a;
+            qg_status st = qg_create(&c, &idx);
+            if (a.injected == 0) {
+                assert_int_equal(st, QG_OK);
+                qg_destroy(idx);
+                assert_int_equal(a.bytes, 0);
+                break;
+            }
+            if (st != QG_ERR_NOMEM)
+                fail_msg("bounds %zu, fail_at %ld: qg_create = %s", b, k, qg_status_name(st));
+            assert_null(idx);
+            assert_int_equal(a.bytes, 0);
+            assert_int_equal(a.blocks, 0);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    if (!tu_kind_arg(argc, argv, &g_kind))
+        return 2;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_fails),
+        cmocka_unit_test(test_fail_once),
+        cmocka_unit_test(test_fail_sticky),
+    };
+    char name[64];
+    snprintf(name, sizeof name, "oom_%s", argv[1]);
+    int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
+    if (failed)
+        return 1;
+    return qg_kind_available(g_kind) ? 0 : 77;
+}

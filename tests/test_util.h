@@ -1,0 +1,135 @@
+/* Shared helpers of the quadgrid tests: a checking, counting, fault-injecting
+ * allocator; a seeded RNG; growable result lists; an independent closed-box
+ * overlap test. Written against the public header only. */
+#ifndef QG_TEST_UTIL_H
+#define QG_TEST_UTIL_H
+
+#include <quadgrid.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- allocator ------------------------------------------------------- */
+
+typedef enum tu_fail_mode {
+    /* Fail only the fail_at-th grow request of the run. */
+    TU_FAIL_ONCE,
+    /* Fail the fail_at-th grow request and every later one until the test
+     * calls tu_alloc_end_call: recovery code that allocates fails too. */
+    TU_FAIL_STICKY,
+} tu_fail_mode;
+
+typedef struct tu_alloc {
+    size_t bytes;        /* bytes of the blocks the library holds now */
+    size_t blocks;       /* blocks the library holds now */
+    long grow_requests;  /* allocate or grow requests seen so far */
+    long fail_at;        /* 1-based grow request to fail; 0 = never */
+    tu_fail_mode mode;
+    bool failing;        /* sticky mode: failing until the call ends */
+    long injected;       /* failures injected so far */
+    long errors;         /* misuse seen: wrong old_size, unknown pointer */
+    char last_error[160];
+} tu_alloc;
+
+void tu_alloc_init(tu_alloc *a);
+/* The qg_allocator that routes through `a`. */
+qg_allocator tu_allocator(tu_alloc *a);
+/* Ends the current API call for sticky mode. */
+void tu_alloc_end_call(tu_alloc *a);
+
+/* ---- RNG ------------------------------------------------------------- */
+
+typedef struct tu_rng {
+    uint64_t s;
+} tu_rng;
+
+void tu_rng_seed(tu_rng *r, uint64_t seed);
+uint64_t tu_rng_next(tu_rng *r);
+/* Uniform in [0, n). */
+uint32_t tu_rng_below(tu_rng *r, uint32_t n);
+/* Uniform in [0, 1). */
+double tu_rng_unit(tu_rng *r);
+/* Uniform in [lo, hi]. */
+float tu_rng_range(tu_rng *r, float lo, float hi);
+bool tu_rng_chance(tu_rng *r, double p);
+
+/* ---- result lists ---------------------------------------------------- */
+
+typedef struct tu_vec {
+    int64_t *v;
+    size_t n, cap;
+} tu_vec;
+
+void tu_vec_push(tu_vec *a, int64_t x);
+void tu_vec_clear(tu_vec *a);
+void tu_vec_free(tu_vec *a);
+void tu_vec_sort(tu_vec *a);
+/* Index of the first element that differs after both are sorted, or -1. */
+long tu_vec_first_diff(const tu_vec *a, const tu_vec *b);
+/* True when a sorted vector holds a value twice. */
+bool tu_vec_has_dup(const tu_vec *a, int64_t *dup);
+
+/* Query/pair callbacks that collect handles into a tu_vec. A pair (a,b) is
+ * stored as a * 2^32 + b. `bad_order` counts pairs with a >= b. */
+typedef struct tu_collect {
+    tu_vec out;
+    long calls;
+    long stop_after; /* return false after this many calls; 0 = never */
+    long bad_order;
+} tu_collect;
+
+bool tu_collect_query(qg_handle h, void *user);
+bool tu_collect_pair(qg_handle a, qg_handle b, void *user);
+void tu_collect_reset(tu_collect *c, long stop_after);
+
+/* ---- geometry -------------------------------------------------------- */
+
+/* The closed-box overlap test, written independently of the library. */
+static inline bool tu_overlap(qg_rect a, qg_rect b)
+{
+    return a.min_x <= b.max_x && b.min_x <= a.max_x && a.min_y <= b.max_y &&
+           b.min_y <= a.max_y;
+}
+
+static inline qg_rect tu_rect(float x0, float y0, float x1, float y1)
+{
+    qg_rect r = {x0, y0, x1, y1};
+    return r;
+}
+
+static inline bool tu_rect_same(qg_rect a, qg_rect b)
+{
+    return a.min_x == b.min_x && a.min_y == b.min_y && a.max_x == b.max_x &&
+           a.max_y == b.max_y;
+}
+
+/* ---- snapshots: what an index answers, to prove "nothing changed" ------- */
+
+typedef struct tu_snapshot {
+    int32_t count;
+    int32_t stat_elements;
+    int32_t probe;      /* handles 0..probe-1 were read with qg_get */
+    qg_status *status;  /* qg_get status per probed handle */
+    qg_rect *box;       /* qg_get box per probed handle (when QG_OK) */
+    tu_vec all;         /* sorted handles from a query of the whole plane */
+    tu_vec pairs;       /* sorted pairs */
+    qg_status query_status, pairs_status;
+} tu_snapshot;
+
+/* Reads everything the index answers about handles 0..probe-1. */
+void tu_snapshot_take(const qg_index *idx, int32_t probe, tu_snapshot *s);
+/* Returns true when both snapshots are the same answers; otherwise writes
+ * the first difference into msg. */
+bool tu_snapshot_equal(const tu_snapshot *a, const tu_snapshot *b, char *msg, size_t msg_size);
+void tu_snapshot_free(tu_snapshot *s);
+
+/* QG_TEST_SCALE from the environment (default 1, clamped to [0.01, 1000]). */
+double tu_scale(void);
+/* n scaled by QG_TEST_SCALE, at least 1. */
+long tu_scaled(long n);
+
+/* Parses the kind name in argv[1]; prints usage and returns false if bad. */
+bool tu_kind_arg(int argc, char **argv, qg_kind *kind);
+
+#endif
