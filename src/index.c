@@ -31,9 +31,11 @@ static const char *const kind_names[QG_KIND_COUNT] = {
 
 static bool box_valid(qg_rect b)
 {
-    // isfinite rejects NaN and both infinities; the comparisons then order.
-    return isfinite(b.min_x) && isfinite(b.min_y) && isfinite(b.max_x) && isfinite(b.max_y) &&
-           b.min_x <= b.max_x && b.min_y <= b.max_y;
+    // x - x is 0 for every finite x and NaN for NaN and both infinities, so
+    // one comparison checks all four coordinates (this runs on every move;
+    // it relies on strict IEEE arithmetic, which the build keeps).
+    const float z = (b.min_x - b.min_x) + (b.min_y - b.min_y) + (b.max_x - b.max_x) + (b.max_y - b.max_y);
+    return (z == 0.0f) & (b.min_x <= b.max_x) & (b.min_y <= b.max_y);
 }
 
 static bool area_valid(qg_rect b)

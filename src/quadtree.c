@@ -24,6 +24,10 @@
 #include "index_internal.h"
 #include "pool.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /// Integer coordinates span [0, QT_SIDE) on each axis: depth 15 is the
 /// deepest level whose cells are still at least one integer unit wide.
 #define QT_BITS 15
@@ -72,18 +76,33 @@ typedef struct quadtree {
 static inline int32_t qt_map(float v, float origin, float scale)
 {
     float f = (v - origin) * scale;
-    // Written as selects so they compile to maxss/minss, without branches.
-    f = f > 0.0f ? f : 0.0f;
-    f = f < (float)(QT_SIDE - 1) ? f : (float)(QT_SIDE - 1);
+    if (!(f > 0.0f))
+        return 0;
+    if (f >= (float)(QT_SIDE - 1))
+        return QT_SIDE - 1;
     return (int32_t)f;
 }
 
+/// qt_map on the four coordinates of a box. With SSE the four are mapped at
+/// once, without branches: this runs twice for every move.
 static inline qt_ibox qt_map_box(const quadtree *qt, qg_rect r)
 {
     const qg_rect b = qt->base.config.bounds;
+#if defined(__SSE2__)
+    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
+                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
+                          _mm_setr_ps(qt->scale_x, qt->scale_y, qt->scale_x, qt->scale_y));
+    // max(f, 0) then min(f, side - 1): the same clamps as qt_map (maxps
+    // returns its second operand for NaN, which never arrives anyway).
+    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(QT_SIDE - 1)));
+    int32_t out[4];
+    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    return (qt_ibox){out[0], out[1], out[2], out[3]};
+#else
     qt_ibox ib = {qt_map(r.min_x, b.min_x, qt->scale_x), qt_map(r.min_y, b.min_y, qt->scale_y),
                   qt_map(r.max_x, b.min_x, qt->scale_x), qt_map(r.max_y, b.min_y, qt->scale_y)};
     return ib;
+#endif
 }
 
 static inline bool qt_ibox_overlaps(qt_ibox a, qt_ibox b)
