@@ -222,6 +222,185 @@ static const char *fmt_bytes(char *buf, size_t cap, size_t b) {
     return buf;
 }
 
+typedef struct frame_rec {
+    sim_times t;
+    size_t pairs;
+} frame_rec;
+
+// The batch run: simulate, time, draw to PNG/video, summarise. Every exit
+// goes through one cleanup so leak checkers see a clean process.
+static int run_batch(sim_world *w, sim_options *o, double build_ms) {
+    long frames = o->frames_set ? o->frames : 300;
+    bool drawing = o->png || o->video;
+    if (o->video) {
+        // yuv420p wants even sizes.
+        o->width &= ~1;
+        o->height &= ~1;
+    }
+    int rc = 1;
+    raster r = {0};
+    video vid = {0};
+    FILE *hash_log = NULL;
+    // Grown as frames go by: --seconds may stop long before --frames.
+    long rec_cap = frames < 4096 ? frames : 4096;
+    frame_rec *rec = malloc((size_t)rec_cap * sizeof *rec);
+    double *col = NULL, *scratch = NULL;
+    if (!rec || (drawing && !raster_init(&r, o->width, o->height))) {
+        fprintf(stderr, "quadgrid-sim: out of memory\n");
+        goto out;
+    }
+    if (o->hash_log && !(hash_log = fopen(o->hash_log, "w"))) {
+        perror(o->hash_log);
+        goto out;
+    }
+    if (o->video) {
+        // A dying ffmpeg must give an error message, not a silent SIGPIPE death.
+        signal(SIGPIPE, SIG_IGN);
+        if (!video_open(&vid, o->video, r.width, r.height, o->fps)) goto out;
+    }
+    raster_view view = {0};
+    if (drawing) view = raster_fit(&r, w->size, o->zoom, 0.5f * w->size, 0.5f * w->size);
+
+    bool tty = o->progress && isatty(2);
+    double start = sim_now_ms(), last_bar = 0.0;
+    size_t index_peak = 0;
+    sim_times avg = {0};
+    long done = 0;
+    for (long f = 0; f < frames; f++) {
+        if (f == rec_cap) {
+            long cap = rec_cap * 2 < frames ? rec_cap * 2 : frames;
+            frame_rec *p = realloc(rec, (size_t)cap * sizeof *p);
+            if (!p) {
+                fprintf(stderr, "quadgrid-sim: out of memory at frame %ld\n", f + 1);
+                goto out;
+            }
+            rec = p;
+            rec_cap = cap;
+        }
+        sim_times *t = &rec[f].t;
+        qg_status st = sim_step(w, t);
+        if (st != QG_OK) {
+            fprintf(stderr, "quadgrid-sim: frame %ld failed: %s\n", f + 1, qg_status_name(st));
+            goto out;
+        }
+        rec[f].pairs = w->npairs;
+        // A running average keeps the overlay's figures from flickering.
+        double a = f == 0 ? 1.0 : 0.1;
+        avg.move += a * (t->move - avg.move);
+        avg.update += a * (t->update - avg.update);
+        avg.pairs += a * (t->pairs - avg.pairs);
+        avg.response += a * (t->response - avg.response);
+        avg.cleanup += a * (t->cleanup - avg.cleanup);
+        if (hash_log) fprintf(hash_log, "%ld %zu %016" PRIx64 "\n", f + 1, w->npairs, world_hash(w));
+        t->draw = 0.0;
+        if (drawing) {
+            char text[512];
+            sim_overlay(text, sizeof text, w, &avg, NULL);
+            double d0 = sim_now_ms();
+            sim_draw(&r, &view, w, o->cells, o->colour, text);
+            t->draw = sim_now_ms() - d0;
+            avg.draw += a * (t->draw - avg.draw);
+            if (o->video && !video_frame(&vid, &r)) {
+                fprintf(stderr, "quadgrid-sim: writing to ffmpeg failed\n");
+                goto out;
+            }
+        }
+        if (f % 16 == 0) {
+            size_t b = qg_get_stats(w->index).memory_bytes;
+            if (b > index_peak) index_peak = b;
+        }
+        done = f + 1;
+        double now = sim_now_ms();
+        if (tty && now - start > 1000.0 && now - last_bar > 100.0) {
+            progress(done, frames, sim_ms(&avg));
+            last_bar = now;
+        }
+        if (o->seconds > 0 && now - start >= o->seconds * 1000.0) break;
+    }
+    double wall_ms = sim_now_ms() - start;
+    if (last_bar > 0.0) fprintf(stderr, "\r\033[K");
+    if (hash_log) {
+        fclose(hash_log);
+        hash_log = NULL;
+    }
+    if (o->png && !png_write(o->png, &r)) goto out;
+    if (o->video) {
+        bool ok = video_close(&vid);
+        if (!ok) goto out;
+    }
+
+    qg_stats qs = qg_get_stats(w->index);
+    if (qs.memory_bytes > index_peak) index_peak = qs.memory_bytes;
+    size_t rss = peak_rss_bytes();
+
+    col = malloc((size_t)done * sizeof *col);
+    scratch = malloc((size_t)done * sizeof *scratch);
+    if (!col || !scratch) {
+        fprintf(stderr, "quadgrid-sim: out of memory\n");
+        goto out;
+    }
+    static const char *names[] = {"move", "index update", "pairs", "response", "cleanup",
+                                  "sim (all but draw)", "draw"};
+    double med[7], max[7];
+    for (int k = 0; k < 7; k++) {
+        for (long f = 0; f < done; f++) {
+            const sim_times *t = &rec[f].t;
+            double vals[7] = {t->move, t->update, t->pairs, t->response, t->cleanup, sim_ms(t), t->draw};
+            col[f] = vals[k];
+        }
+        stats(col, done, scratch, &med[k], &max[k]);
+    }
+    double pairs_med = 0.0, pairs_max = 0.0;
+    for (long f = 0; f < done; f++) col[f] = (double)rec[f].pairs;
+    stats(col, done, scratch, &pairs_med, &pairs_max);
+
+    if (!o->quiet) {
+        // With --json, stdout carries only the JSON line.
+        FILE *out = o->json ? stderr : stdout;
+        char b1[32], b2[32], b3[32];
+        fprintf(out, "quadgrid-sim: %d agents, kind %s, %ld frames, world %.0f x %.0f, seed %" PRIu64 "\n",
+                (int)w->n, qg_kind_name(w->kind), done, w->size, w->size, o->seed);
+        fprintf(out, "  %-20s %10s %10s\n", "per frame", "median ms", "worst ms");
+        for (int k = 0; k < 7; k++) {
+            if (k == 6 && !drawing) {
+                fprintf(out, "  %-20s %10s %10s\n", names[k], "off", "off");
+                continue;
+            }
+            fprintf(out, "  %-20s %10.3f %10.3f\n", names[k], med[k], max[k]);
+        }
+        fprintf(out, "  frames per second without drawing: %.1f (median frame)\n",
+                med[5] > 0 ? 1000.0 / med[5] : 0.0);
+        fprintf(out, "  colliding pairs per frame: median %.0f, most %.0f\n", pairs_med, pairs_max);
+        fprintf(out, "  index memory: %s now, %s peak; %d nodes/cells; index built in %.1f ms\n",
+                fmt_bytes(b1, sizeof b1, qs.memory_bytes), fmt_bytes(b2, sizeof b2, index_peak),
+                (int)qs.nodes, build_ms);
+        fprintf(out, "  peak RSS: %s; wall time %.2f s\n", fmt_bytes(b3, sizeof b3, rss),
+                wall_ms / 1000.0);
+        if (o->png) fprintf(out, "  wrote %s\n", o->png);
+        if (o->video) fprintf(out, "  wrote %s (%ld frames)\n", o->video, vid.frames);
+    }
+    if (o->json) {
+        printf("{\"agents\":%d,\"kind\":\"%s\",\"frames\":%ld,\"sim_ms_median\":%.4f,"
+               "\"sim_ms_max\":%.4f,\"draw_ms_median\":%.4f,\"index_bytes\":%zu,"
+               "\"index_bytes_peak\":%zu,\"peak_rss_bytes\":%zu,\"move_ms_median\":%.4f,"
+               "\"update_ms_median\":%.4f,\"pairs_ms_median\":%.4f,\"response_ms_median\":%.4f,"
+               "\"cleanup_ms_median\":%.4f,\"fps_no_draw\":%.1f,\"pairs_median\":%.0f,"
+               "\"build_ms\":%.3f,\"seed\":%" PRIu64 ",\"state_hash\":\"%016" PRIx64 "\"}\n",
+               (int)w->n, qg_kind_name(w->kind), done, med[5], max[5], drawing ? med[6] : 0.0,
+               qs.memory_bytes, index_peak, rss, med[0], med[1], med[2], med[3], med[4],
+               med[5] > 0 ? 1000.0 / med[5] : 0.0, pairs_med, build_ms, o->seed, world_hash(w));
+    }
+    rc = 0;
+out:
+    if (vid.pipe) video_close(&vid);
+    if (hash_log) fclose(hash_log);
+    free(rec);
+    free(col);
+    free(scratch);
+    raster_free(&r);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     sim_options o = {
         .agents = 100000,
@@ -238,11 +417,6 @@ int main(int argc, char **argv) {
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
 
-    sim_world w;
-    if (!world_init(&w, o.agents, o.seed, o.start, o.dragons)) {
-        fprintf(stderr, "quadgrid-sim: out of memory for %d agents\n", (int)o.agents);
-        return 1;
-    }
     if (!o.kind_set) {
         o.kind = world_default_kind(o.dragons > 0);
         if (o.kind == QG_KIND_COUNT) {
@@ -253,6 +427,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "quadgrid-sim: kind '%s' is not built in this version; built kinds:\n",
                 qg_kind_name(o.kind));
         list_kinds();
+        return 1;
+    }
+    sim_world w;
+    if (!world_init(&w, o.agents, o.seed, o.start, o.dragons)) {
+        fprintf(stderr, "quadgrid-sim: out of memory for %d agents\n", (int)o.agents);
+        world_free(&w);
         return 1;
     }
     double tb = sim_now_ms();
@@ -272,152 +452,7 @@ int main(int argc, char **argv) {
     }
     if (o.screenshot) fprintf(stderr, "quadgrid-sim: --screenshot works with --view; use --png\n");
 
-    long frames = o.frames_set ? o.frames : 300;
-    bool drawing = o.png || o.video;
-    if (o.video) {
-        // yuv420p wants even sizes.
-        o.width &= ~1;
-        o.height &= ~1;
-    }
-    raster r = {0};
-    video vid = {0};
-    FILE *hash_log = NULL;
-    sim_times *times = malloc((size_t)frames * sizeof *times);
-    double *col = malloc((size_t)frames * sizeof *col), *scratch = malloc((size_t)frames * sizeof *scratch);
-    size_t *npairs = malloc((size_t)frames * sizeof *npairs);
-    if (!times || !col || !scratch || !npairs || (drawing && !raster_init(&r, o.width, o.height))) {
-        fprintf(stderr, "quadgrid-sim: out of memory\n");
-        return 1;
-    }
-    if (o.hash_log && !(hash_log = fopen(o.hash_log, "w"))) {
-        perror(o.hash_log);
-        return 1;
-    }
-    if (o.video) {
-        // A dying ffmpeg must give an error message, not a silent SIGPIPE death.
-        signal(SIGPIPE, SIG_IGN);
-        if (!video_open(&vid, o.video, r.width, r.height, o.fps)) return 1;
-    }
-    raster_view view = {0};
-    if (drawing) view = raster_fit(&r, w.size, o.zoom, 0.5f * w.size, 0.5f * w.size);
-
-    bool tty = o.progress && isatty(2);
-    double start = sim_now_ms(), last_bar = 0.0;
-    size_t index_peak = 0;
-    sim_times avg = {0};
-    long done = 0;
-    for (long f = 0; f < frames; f++) {
-        sim_times *t = &times[f];
-        st = sim_step(&w, t);
-        if (st != QG_OK) {
-            fprintf(stderr, "quadgrid-sim: frame %ld failed: %s\n", f + 1, qg_status_name(st));
-            return 1;
-        }
-        npairs[f] = w.npairs;
-        // A running average keeps the overlay's figures from flickering.
-        double a = f == 0 ? 1.0 : 0.1;
-        avg.move += a * (t->move - avg.move);
-        avg.update += a * (t->update - avg.update);
-        avg.pairs += a * (t->pairs - avg.pairs);
-        avg.response += a * (t->response - avg.response);
-        avg.cleanup += a * (t->cleanup - avg.cleanup);
-        if (hash_log) {
-            fprintf(hash_log, "%ld %zu %016" PRIx64 "\n", f + 1, w.npairs, world_hash(&w));
-        }
-        if (drawing) {
-            char text[512];
-            sim_overlay(text, sizeof text, &w, &avg, NULL);
-            double d0 = sim_now_ms();
-            sim_draw(&r, &view, &w, o.cells, o.colour, text);
-            t->draw = sim_now_ms() - d0;
-            avg.draw += a * (t->draw - avg.draw);
-            if (o.video && !video_frame(&vid, &r)) {
-                fprintf(stderr, "quadgrid-sim: writing to ffmpeg failed\n");
-                video_close(&vid);
-                return 1;
-            }
-        } else {
-            t->draw = 0.0;
-        }
-        if (f % 16 == 0) {
-            size_t b = qg_get_stats(w.index).memory_bytes;
-            if (b > index_peak) index_peak = b;
-        }
-        done = f + 1;
-        double now = sim_now_ms();
-        if (tty && now - start > 1000.0 && now - last_bar > 100.0) {
-            progress(done, frames, sim_ms(&avg));
-            last_bar = now;
-        }
-        if (o.seconds > 0 && now - start >= o.seconds * 1000.0) break;
-    }
-    double wall_ms = sim_now_ms() - start;
-    if (last_bar > 0.0) fprintf(stderr, "\r\033[K");
-    if (hash_log) fclose(hash_log);
-
-    if (o.png && !png_write(o.png, &r)) return 1;
-    if (o.video && !video_close(&vid)) return 1;
-
-    qg_stats qs = qg_get_stats(w.index);
-    if (qs.memory_bytes > index_peak) index_peak = qs.memory_bytes;
-    size_t rss = peak_rss_bytes();
-
-    static const char *names[] = {"move", "index update", "pairs", "response", "cleanup",
-                                  "sim (all but draw)", "draw"};
-    double med[7], max[7];
-    for (int k = 0; k < 7; k++) {
-        for (long f = 0; f < done; f++) {
-            const sim_times *t = &times[f];
-            double vals[7] = {t->move, t->update, t->pairs, t->response, t->cleanup, sim_ms(t), t->draw};
-            col[f] = vals[k];
-        }
-        stats(col, done, scratch, &med[k], &max[k]);
-    }
-    double pairs_med = 0.0, pairs_max = 0.0;
-    for (long f = 0; f < done; f++) col[f] = (double)npairs[f];
-    stats(col, done, scratch, &pairs_med, &pairs_max);
-
-    if (!o.quiet) {
-        // With --json, stdout carries only the JSON line.
-        FILE *out = o.json ? stderr : stdout;
-        char b1[32], b2[32], b3[32];
-        fprintf(out, "quadgrid-sim: %d agents, kind %s, %ld frames, world %.0f x %.0f, seed %" PRIu64 "\n",
-                (int)w.n, qg_kind_name(w.kind), done, w.size, w.size, o.seed);
-        fprintf(out, "  %-20s %10s %10s\n", "per frame", "median ms", "worst ms");
-        for (int k = 0; k < 7; k++) {
-            if (k == 6 && !drawing) {
-                fprintf(out, "  %-20s %10s %10s\n", names[k], "off", "off");
-                continue;
-            }
-            fprintf(out, "  %-20s %10.3f %10.3f\n", names[k], med[k], max[k]);
-        }
-        fprintf(out, "  frames per second without drawing: %.1f (median frame)\n",
-                med[5] > 0 ? 1000.0 / med[5] : 0.0);
-        fprintf(out, "  colliding pairs per frame: median %.0f, most %.0f\n", pairs_med, pairs_max);
-        fprintf(out, "  index memory: %s now, %s peak; %d nodes/cells; index built in %.1f ms\n",
-                fmt_bytes(b1, sizeof b1, qs.memory_bytes), fmt_bytes(b2, sizeof b2, index_peak),
-                (int)qs.nodes, build_ms);
-        fprintf(out, "  peak RSS: %s; wall time %.2f s\n", fmt_bytes(b3, sizeof b3, rss),
-                wall_ms / 1000.0);
-        if (o.png) fprintf(out, "  wrote %s\n", o.png);
-        if (o.video) fprintf(out, "  wrote %s (%ld frames)\n", o.video, vid.frames);
-    }
-    if (o.json) {
-        printf("{\"agents\":%d,\"kind\":\"%s\",\"frames\":%ld,\"sim_ms_median\":%.4f,"
-               "\"sim_ms_max\":%.4f,\"draw_ms_median\":%.4f,\"index_bytes\":%zu,"
-               "\"index_bytes_peak\":%zu,\"peak_rss_bytes\":%zu,\"move_ms_median\":%.4f,"
-               "\"update_ms_median\":%.4f,\"pairs_ms_median\":%.4f,\"response_ms_median\":%.4f,"
-               "\"cleanup_ms_median\":%.4f,\"fps_no_draw\":%.1f,\"pairs_median\":%.0f,"
-               "\"build_ms\":%.3f,\"seed\":%" PRIu64 ",\"state_hash\":\"%016" PRIx64 "\"}\n",
-               (int)w.n, qg_kind_name(w.kind), done, med[5], max[5], drawing ? med[6] : 0.0,
-               qs.memory_bytes, index_peak, rss, med[0], med[1], med[2], med[3], med[4],
-               med[5] > 0 ? 1000.0 / med[5] : 0.0, pairs_med, build_ms, o.seed, world_hash(&w));
-    }
-    free(times);
-    free(col);
-    free(scratch);
-    free(npairs);
-    raster_free(&r);
+    rc = run_batch(&w, &o, build_ms);
     world_free(&w);
-    return 0;
+    return rc;
 }

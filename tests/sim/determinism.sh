@@ -1,27 +1,32 @@
 #!/bin/sh
 # Determinism across kinds: pairs are sorted before the response, so every
 # kind must resolve the same collisions in the same order as brute_force and
-# end every frame with bit-identical agents. Also: the same run twice is the same.
+# end every frame with bit-identical agents. Comparing brute_force with
+# itself checks that a run repeats exactly.
 . "$(dirname "$0")/common.sh"
 kinds=$("$SIM" --list-kinds | awk '$3 == "built" { print $2 }')
 echo "$kinds" | grep -qx brute_force || skip "brute_force is not built"
-check() { # label, extra options
-    label=$1
-    shift
-    "$SIM" --kind brute_force --agents 2000 --frames 200 --hash-log "$TMP/ref.log" --quiet "$@"
-    [ "$(wc -l < "$TMP/ref.log")" -eq 200 ] || fail "hash log has not 200 lines"
+check() { # label, agents, frames, extra options
+    label=$1 agents=$2 frames=$3
+    shift 3
+    "$SIM" --kind brute_force --agents "$agents" --frames "$frames" --hash-log "$TMP/ref.log" \
+        --quiet "$@"
+    [ "$(wc -l < "$TMP/ref.log")" -eq "$frames" ] || fail "hash log has not $frames lines"
+    # Pairs were found and resolved: most frames have some.
+    awk -v f="$frames" '$2 > 0 { n++ } END { exit !(n > f / 2) }' "$TMP/ref.log" ||
+        fail "$label: too few frames with pairs"
     for k in $kinds; do
-        "$SIM" --kind "$k" --agents 2000 --frames 200 --hash-log "$TMP/$k.log" --quiet "$@"
+        [ "$k" != brute_force ] || [ "$label" = uniform ] || continue
+        "$SIM" --kind "$k" --agents "$agents" --frames "$frames" --hash-log "$TMP/$k.log" \
+            --quiet "$@"
         if ! cmp -s "$TMP/ref.log" "$TMP/$k.log"; then
             diff "$TMP/ref.log" "$TMP/$k.log" | head -5
             fail "$label: $k differs from brute_force"
         fi
-        echo "$label: $k == brute_force over 200 frames"
+        echo "$label: $k == brute_force over $frames frames of $agents agents"
     done
 }
-check uniform
-check dragons --dragons 4
-check spot --start spot --agents 1500
-# Pairs were found and resolved: the log's pair counts are not all zero.
-awk '$2 > 0 { n++ } END { exit !(n > 100) }' "$TMP/ref.log" || fail "too few frames with pairs"
+check uniform 2000 200
+check dragons 1000 150 --dragons 3
+check spot 1000 150 --start spot
 echo "determinism ok"
