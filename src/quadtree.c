@@ -164,17 +164,6 @@ static inline bool qt_next_leaf(const quadtree *qt, qt_iter *it, qt_ibox b, qt_c
     return false;
 }
 
-static inline int qt_code_depth(uint16_t code)
-{
-#if defined(__GNUC__)
-    return 31 - __builtin_clz((unsigned)code);
-#else
-    int d = 0;
-    while (code >>= 1)
-        d++;
-    return d;
-#endif
-}
 
 /// True when a and b cover the same cells of the given depth.
 static inline bool qt_same_cells(qt_ibox a, qt_ibox b, int depth)
