@@ -243,8 +243,8 @@ void world_move(sim_world *w) {
     for (int32_t i = 0; i < w->n; i++) {
         x[i] += vx[i];
         y[i] += vy[i];
+        wall(w, i);
     }
-    for (int32_t i = 0; i < w->n; i++) wall(w, i);
 }
 
 qg_status world_update_index(sim_world *w) {
@@ -375,9 +375,10 @@ void world_respond(sim_world *w) {
                 vy[j] -= 2.0f * wj * dv;
             }
         }
+        // A push can shove an agent through a wall; only pushed agents can.
+        wall(w, i);
+        wall(w, j);
     }
-    // Pushes can shove an agent through a wall.
-    for (int32_t i = 0; i < w->n; i++) wall(w, i);
 }
 
 void world_cleanup(sim_world *w) { qg_cleanup(w->index); }
