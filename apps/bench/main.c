@@ -685,7 +685,7 @@ static void list_kinds(void) {
                qg_kind_available((qg_kind)k) ? "" : " (not built in this version)");
     for (int i = 0; i < PEER_COUNT; i++) printf("%-20s peer\n", peers[i].name);
     for (int i = 0; missing_peers[i]; i++)
-        printf("%-20s peer (not built: library not found at configure time)\n", missing_peers[i]);
+        printf("%-20s peer (not built: QG_BENCH_PEERS=OFF or library not found at configure time)\n", missing_peers[i]);
 }
 
 static bool all_selected(const options *o) {
@@ -725,7 +725,7 @@ static int run_named(const options *o, const char *name) {
         if (strcmp(peers[i].name, name) == 0) return run_one(o, &peers[i], false);
     for (int i = 0; missing_peers[i]; i++)
         if (strcmp(missing_peers[i], name) == 0) {
-            note("peer %s is not built (its library was not found at configure time)", name);
+            note("peer %s is not built (QG_BENCH_PEERS=OFF or its library was not found at configure time)", name);
             return 1;
         }
     note("unknown kind '%s' (see --list)", name);
@@ -842,7 +842,7 @@ int main(int argc, char **argv) {
             if (r > rc) rc = r;
         }
         for (int i = 0; missing_peers[i]; i++)
-            note("peer %s not built: its library was not found at configure time", missing_peers[i]);
+            note("peer %s not built: QG_BENCH_PEERS=OFF or its library was not found at configure time", missing_peers[i]);
     } else {
         char *list = strdup(o.kinds);
         if (!list) return note("out of memory"), 1;
