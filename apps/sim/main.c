@@ -45,7 +45,8 @@ static void usage(FILE *f) {
             "  --no-progress       no progress bar\n"
             "\n"
             "Window keys: 1-9 switch kind, c cells, v colouring, space pause, +/- add/remove\n"
-            "10000 agents, click spawns a dragon, wheel zooms, drag pans, Esc quits.\n");
+            "10000 agents, click spawns a dragon, wheel zooms, drag pans, 0 resets the view,\n"
+            "Esc quits.\n");
 }
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {
