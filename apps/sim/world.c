@@ -91,7 +91,7 @@ bool world_init(sim_world *w, int32_t n, uint64_t seed, sim_start start, int32_t
     w->rng = seed;
     // A world for fewer than a handful of agents would be smaller than a dragon.
     w->size = fmaxf(sqrtf((float)n) * 16.0f, 256.0f);
-    w->radix_count = calloc(4 * 4096, sizeof *w->radix_count);
+    w->radix_count = calloc(6 * 4096, sizeof *w->radix_count);
     if (!w->radix_count || !grow_agents(w, n > 0 ? n : 1)) return false;
     float W = w->size;
     // Draw order per agent is the workload's: h, x, y, angle, speed.
@@ -300,14 +300,13 @@ qg_status world_find_pairs(sim_world *w) {
 
 // LSD radix sort of the pair keys. The order pairs come out of qg_pairs
 // differs between kinds; sorting makes the response, and so the whole run,
-// the same for every kind. Keys have 2*bits significant bits, sorted in at
-// most 4 passes of up to 12 bits (2-3 passes for up to a million agents).
+// the same for every kind. Keys have 2*bits significant bits, sorted in
+// passes of up to 12 bits (3 passes for 100,000 agents, 4 for a million).
 static void sort_pairs(sim_world *w) {
     size_t n = w->npairs;
     if (n < 2) return;
     int total = 2 * w->pair_bits;
-    int passes = (total + 11) / 12;
-    if (passes > 4) passes = 4;
+    int passes = (total + 11) / 12; // at most 6: agent numbers have at most 31 bits
     int width = (total + passes - 1) / passes;
     uint64_t mask = ((uint64_t)1 << width) - 1;
     uint32_t *count = w->radix_count;
@@ -440,12 +439,14 @@ qg_status world_add_dragon(sim_world *w, float x, float y) {
     w->y[i] = clampf(y, h, w->size - h);
     w->vx[i] *= 0.3f;
     w->vy[i] *= 0.3f;
-    if (h > w->max_h) {
+    if (h > w->max_h && w->kind == QG_POINT_GRID) {
         // A point grid sizes its cells for the biggest box: rebuild for it.
         w->n++;
         qg_status st = world_build_index(w, w->kind);
         if (st != QG_OK) w->n--;
         return st;
     }
-    return append_agent(w);
+    qg_status st = append_agent(w);
+    if (st == QG_OK && h > w->max_h) w->max_h = h;
+    return st;
 }
