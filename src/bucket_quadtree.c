@@ -1,0 +1,691 @@
+// QG_BUCKET_QUADTREE: the classic bucket quadtree (seed 002), the textbook
+// baseline the README compares the other kinds against.
+//
+// - Each node has a bucket of elements. A leaf whose bucket is full
+//   (leaf_capacity elements, default 32) splits into 4 equal quadrants when
+//   the next element arrives, unless it is at max_depth (default 5).
+// - An element that fits entirely in one child goes down into it; one that
+//   straddles the children stays in the branch ("we assign elements that
+//   fail to fit into a single child leaf node to the parent (split) node").
+//   So every element is in exactly one node, and which one is a function of
+//   the tree's shape and the element's box: descend from the root while the
+//   box fits a child. Removal finds the node the same way, as in the text.
+// - Removal merges eagerly: the shallowest branch on the element's path whose
+//   elements and all its descendants' fit in one bucket becomes a leaf
+//   holding them all (the text's Merge, run on the way back up).
+// - Queries search breadth-first with a queue (a ring on the C stack; the
+//   rare overflow of a very deep tree continues depth-first), testing each
+//   node's own bucket.
+// - Written as C, not as the C# of the text: nodes are 16 bytes in one array
+//   with children in blocks of 4 and a free list of blocks, and a bucket is
+//   an intrusive doubly-linked list threaded through two arrays indexed by
+//   handle, so there is no allocation per node or per bucket and unlinking is
+//   O(1). A node keeps the element count of its whole subtree, so the merge
+//   test ("CountElements() <= capacity") is one comparison, not a walk.
+// - Node cells are never stored: they come from integer coordinates
+//   (conservative, monotonic mapping, as in QG_QUADTREE), and the final test
+//   is always on the stored float box, so answers are exact. Boxes outside
+//   the bounds clamp to the border cells, which the same mapping of a query
+//   finds again.
+#include "index_internal.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define BQ_BITS 15
+#define BQ_SIDE (1 << BQ_BITS)
+#define BQ_DEFAULT_DEPTH 5
+#define BQ_DEFAULT_CAPACITY 32
+/// Breadth-first queue of a query: a power of two. A full queue (only in
+/// trees deeper than 5 levels) makes the search finish that subtree
+/// depth-first instead.
+#define BQ_QUEUE 512
+/// Depth-first traversal pops one node and pushes at most 4.
+#define BQ_STACK (3 * BQ_BITS + 8)
+/// Buckets up to this size are copied to the C stack for the pair loop.
+#define BQ_GATHER 256
+
+typedef struct bq_node {
+    int32_t first_child; ///< first of 4 children, -1 for a leaf
+    int32_t head;        ///< first element of the bucket, -1 if empty
+    int32_t count;       ///< elements in the bucket
+    int32_t total;       ///< elements in the bucket and every descendant's
+} bq_node;
+
+typedef struct bq_ibox {
+    int32_t x0, y0, x1, y1;
+} bq_ibox;
+
+typedef struct bq_cell {
+    int32_t node, x, y, depth;
+} bq_cell;
+
+typedef struct bucket_quadtree {
+    qg_index base;
+    bq_node *nodes;
+    int32_t node_capacity;
+    int32_t node_high;
+    int32_t free_block; ///< first node of the first free block of 4, -1 if none
+    int32_t free_blocks;
+    int32_t *next, *prev; ///< per handle: bucket links
+    int32_t next_capacity, prev_capacity;
+    float scale_x, scale_y;
+    int32_t max_depth, capacity;
+} bucket_quadtree;
+
+static const bq_cell bq_root = {0, 0, 0, 0};
+
+static inline int32_t bq_map(float v, float origin, float scale)
+{
+    float f = (v - origin) * scale;
+    if (!(f > 0.0f))
+        return 0;
+    if (f >= (float)(BQ_SIDE - 1))
+        return BQ_SIDE - 1;
+    return (int32_t)f;
+}
+
+/// Conservative integer box: monotonic per coordinate, clamped to the world.
+static inline bq_ibox bq_map_box(const bucket_quadtree *bq, qg_rect r)
+{
+    const qg_rect b = bq->base.config.bounds;
+#if defined(__SSE2__)
+    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
+                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
+                          _mm_setr_ps(bq->scale_x, bq->scale_y, bq->scale_x, bq->scale_y));
+    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(BQ_SIDE - 1)));
+    int32_t out[4];
+    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    return (bq_ibox){out[0], out[1], out[2], out[3]};
+#else
+    return (bq_ibox){bq_map(r.min_x, b.min_x, bq->scale_x), bq_map(r.min_y, b.min_y, bq->scale_y),
+                     bq_map(r.max_x, b.min_x, bq->scale_x), bq_map(r.max_y, b.min_y, bq->scale_y)};
+#endif
+}
+
+static inline bq_cell bq_child_cell(bq_cell c, int32_t first_child, int i)
+{
+    const int32_t half = (BQ_SIDE >> c.depth) >> 1;
+    return (bq_cell){first_child + i, c.x + (i & 1) * half, c.y + (i >> 1) * half, c.depth + 1};
+}
+
+/// The child of c that holds all of b, or -1 when b straddles the children
+/// ("GetContainingChild").
+static inline int bq_containing_child(bq_cell c, bq_ibox b)
+{
+    const int32_t half = (BQ_SIDE >> c.depth) >> 1;
+    const int32_t mx = c.x + half, my = c.y + half;
+    const int right = b.x0 >= mx, bottom = b.y0 >= my;
+    if ((b.x1 >= mx) != right || (b.y1 >= my) != bottom)
+        return -1;
+    return right | bottom << 1;
+}
+
+/// Bits 0-3: the children of c whose cells b overlaps.
+static inline unsigned bq_child_mask(bq_cell c, bq_ibox b)
+{
+    const int32_t half = (BQ_SIDE >> c.depth) >> 1;
+    const int32_t mx = c.x + half, my = c.y + half;
+    const unsigned left = b.x0 < mx, right = b.x1 >= mx, top = b.y0 < my, bottom = b.y1 >= my;
+    return (left & top) | (right & top) << 1 | (left & bottom) << 2 | (right & bottom) << 3;
+}
+
+/// The node that holds (or would hold, before any split) the integer box b:
+/// descend while b fits one child. Fills path[0..depth] when path is given.
+static bq_cell bq_find(const bucket_quadtree *bq, bq_ibox b, int32_t *path)
+{
+    bq_cell c = bq_root;
+    for (;;) {
+        if (path)
+            path[c.depth] = c.node;
+        const int32_t fc = bq->nodes[c.node].first_child;
+        if (fc < 0)
+            return c;
+        const int i = bq_containing_child(c, b);
+        if (i < 0)
+            return c;
+        c = bq_child_cell(c, fc, i);
+    }
+}
+
+static void bq_link(bucket_quadtree *bq, int32_t node, qg_handle h)
+{
+    bq_node *n = &bq->nodes[node];
+    bq->next[h] = n->head;
+    bq->prev[h] = -1;
+    if (n->head >= 0)
+        bq->prev[n->head] = h;
+    n->head = h;
+    n->count++;
+}
+
+static void bq_unlink(bucket_quadtree *bq, int32_t node, qg_handle h)
+{
+    bq_node *n = &bq->nodes[node];
+    const int32_t nx = bq->next[h], pv = bq->prev[h];
+    if (pv >= 0)
+        bq->next[pv] = nx;
+    else
+        n->head = nx;
+    if (nx >= 0)
+        bq->prev[nx] = pv;
+    n->count--;
+}
+
+/// Blocks of 4 that can be taken without allocating.
+static inline int64_t bq_spare_blocks(const bucket_quadtree *bq)
+{
+    return (int64_t)bq->free_blocks + (bq->node_capacity - bq->node_high) / 4;
+}
+
+/// Makes sure `blocks` splits can happen without allocating.
+static bool bq_reserve_blocks(bucket_quadtree *bq, qg_txn *txn, int64_t blocks)
+{
+    const int64_t spare = bq_spare_blocks(bq);
+    if (blocks <= spare)
+        return true;
+    return qg_txn_reserve(txn, (void **)&bq->nodes, &bq->node_capacity, sizeof(bq_node),
+                          (int64_t)bq->node_high + 4 * (blocks - bq->free_blocks));
+}
+
+/// Splits leaf c ("Split"): 4 empty children, then every element of the
+/// bucket that fits entirely in one child moves down into it. The caller
+/// reserved the block.
+static void bq_split(bucket_quadtree *bq, bq_cell c)
+{
+    int32_t fc;
+    if (bq->free_block >= 0) {
+        fc = bq->free_block;
+        bq->free_block = bq->nodes[fc].first_child;
+        bq->free_blocks--;
+    } else {
+        fc = bq->node_high;
+        bq->node_high += 4;
+    }
+    for (int i = 0; i < 4; ++i)
+        bq->nodes[fc + i] = (bq_node){-1, -1, 0, 0};
+    bq->nodes[c.node].first_child = fc;
+    int32_t h = bq->nodes[c.node].head;
+    while (h >= 0) {
+        const int32_t next = bq->next[h];
+        const int i = bq_containing_child(c, bq_map_box(bq, bq->base.boxes[h]));
+        if (i >= 0) {
+            bq_unlink(bq, c.node, h);
+            bq_link(bq, fc + i, h);
+            bq->nodes[fc + i].total++;
+        }
+        h = next;
+    }
+}
+
+/// Splits that inserting b could cause: the full leaf b reaches and each new
+/// leaf below it, down to max depth.
+static int64_t bq_splits_needed(const bucket_quadtree *bq, bq_ibox b)
+{
+    const bq_cell c = bq_find(bq, b, NULL);
+    if (bq->nodes[c.node].count >= bq->capacity && c.depth < bq->max_depth)
+        return bq->max_depth - c.depth;
+    return 0;
+}
+
+/// Insert as in the text: at each node on the way down, a full leaf splits
+/// first; then the element goes into the child that contains it, or stays.
+static void bq_place(bucket_quadtree *bq, qg_handle h, bq_ibox b)
+{
+    bq_cell c = bq_root;
+    for (;;) {
+        bq_node *n = &bq->nodes[c.node];
+        n->total++;
+        if (n->first_child < 0 && n->count >= bq->capacity && c.depth < bq->max_depth)
+            bq_split(bq, c);
+        const int32_t fc = bq->nodes[c.node].first_child;
+        const int i = fc >= 0 ? bq_containing_child(c, b) : -1;
+        if (i < 0) {
+            bq_link(bq, c.node, h);
+            return;
+        }
+        c = bq_child_cell(c, fc, i);
+    }
+}
+
+/// Turns branch `node` back into a leaf holding every element of its
+/// subtree ("Merge"), freeing the blocks below it.
+static void bq_merge(bucket_quadtree *bq, int32_t node)
+{
+    int32_t stack[BQ_STACK];
+    int top = 0;
+    bq_node *m = &bq->nodes[node];
+    stack[top++] = m->first_child;
+    m->first_child = -1;
+    while (top > 0) {
+        const int32_t fc = stack[--top];
+        for (int i = 0; i < 4; ++i) {
+            bq_node *n = &bq->nodes[fc + i];
+            if (n->first_child >= 0)
+                stack[top++] = n->first_child;
+            // Splice the child's bucket onto the front of the merged one.
+            for (int32_t h = n->head; h >= 0;) {
+                const int32_t next = bq->next[h];
+                bq_link(bq, node, h);
+                h = next;
+            }
+        }
+        bq->nodes[fc].first_child = bq->free_block;
+        bq->free_block = fc;
+        bq->free_blocks++;
+    }
+}
+
+/// Takes h out of the tree along the path to its node, then merges eagerly.
+static void bq_take_out(bucket_quadtree *bq, qg_handle h)
+{
+    int32_t path[BQ_BITS + 1];
+    const bq_cell c = bq_find(bq, bq_map_box(bq, bq->base.boxes[h]), path);
+    bq_unlink(bq, c.node, h);
+    int merge = -1;
+    for (int d = c.depth; d >= 0; --d) {
+        bq_node *n = &bq->nodes[path[d]];
+        n->total--;
+        if (n->first_child >= 0 && n->total <= bq->capacity)
+            merge = d; // the shallowest wins: it takes the deeper ones in
+    }
+    if (merge >= 0)
+        bq_merge(bq, path[merge]);
+}
+
+static qg_status bucket_quadtree_configure(qg_config *config)
+{
+    if (config->max_depth > BQ_BITS)
+        config->max_depth = BQ_BITS; // integer cells would be empty below
+    if (config->max_depth == 0)
+        config->max_depth = BQ_DEFAULT_DEPTH;
+    if (config->leaf_capacity == 0)
+        config->leaf_capacity = BQ_DEFAULT_CAPACITY;
+    return QG_OK;
+}
+
+static qg_status bucket_quadtree_init(qg_index *index)
+{
+    bucket_quadtree *bq = (bucket_quadtree *)index;
+    const qg_rect b = index->config.bounds;
+    bq->scale_x = (float)BQ_SIDE / (b.max_x - b.min_x);
+    bq->scale_y = (float)BQ_SIDE / (b.max_y - b.min_y);
+    bq->max_depth = index->config.max_depth;
+    bq->capacity = index->config.leaf_capacity;
+    bq->free_block = -1;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!qg_txn_reserve(&txn, (void **)&bq->nodes, &bq->node_capacity, sizeof(bq_node), 1))
+        return QG_ERR_NOMEM;
+    bq->nodes[0] = (bq_node){-1, -1, 0, 0};
+    bq->node_high = 1;
+    return QG_OK;
+}
+
+static void bucket_quadtree_destroy(qg_index *index)
+{
+    bucket_quadtree *bq = (bucket_quadtree *)index;
+    qg_array_free(&index->alloc, (void **)&bq->nodes, &bq->node_capacity, sizeof(bq_node));
+    qg_array_free(&index->alloc, (void **)&bq->next, &bq->next_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&bq->prev, &bq->prev_capacity, sizeof(int32_t));
+}
+
+static qg_status bucket_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    bucket_quadtree *bq = (bucket_quadtree *)index;
+    const bq_ibox b = bq_map_box(bq, box);
+    if (!qg_txn_reserve(txn, (void **)&bq->next, &bq->next_capacity, sizeof(int32_t), (int64_t)h + 1) ||
+        !qg_txn_reserve(txn, (void **)&bq->prev, &bq->prev_capacity, sizeof(int32_t), (int64_t)h + 1) ||
+        !bq_reserve_blocks(bq, txn, bq_splits_needed(bq, b)))
+        return QG_ERR_NOMEM;
+    bq_place(bq, h, b);
+    return QG_OK;
+}
+
+static void bucket_quadtree_remove(qg_index *index, qg_handle h)
+{
+    bq_take_out((bucket_quadtree *)index, h);
+}
+
+static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    bucket_quadtree *bq = (bucket_quadtree *)index;
+    const bq_ibox nb = bq_map_box(bq, box);
+    const bq_cell from = bq_find(bq, bq_map_box(bq, index->boxes[h]), NULL);
+    const bq_cell to = bq_find(bq, nb, NULL);
+    if (from.node == to.node) {
+        // Removing and re-adding would put it back in the same bucket (a
+        // merge on the way could only be undone by the re-add).
+        index->boxes[h] = box;
+        return QG_OK;
+    }
+    // Remove then re-add, as the text's usage does. A merge on the way out
+    // can make the re-add split down to max depth from anywhere.
+    if (!bq_reserve_blocks(bq, txn, bq->max_depth))
+        return QG_ERR_NOMEM;
+    bq_take_out(bq, h);
+    index->boxes[h] = box;
+    bq_place(bq, h, nb);
+    return QG_OK;
+}
+
+static void bucket_quadtree_cleanup(qg_index *index)
+{
+    (void)index; // merging is eager: nothing is left for later
+}
+
+static void bucket_quadtree_clear(qg_index *index)
+{
+    bucket_quadtree *bq = (bucket_quadtree *)index;
+    bq->nodes[0] = (bq_node){-1, -1, 0, 0};
+    bq->node_high = 1;
+    bq->free_block = -1;
+    bq->free_blocks = 0;
+}
+
+/// Tests the bucket of node against area; false when the callback stopped.
+static inline bool bq_query_bucket(const bucket_quadtree *bq, int32_t node, qg_rect area, qg_query_fn *fn,
+                                   void *user, qg_query_stats *stats)
+{
+    const bq_node n = bq->nodes[node];
+    stats->nodes_visited++;
+    stats->elements_tested += n.count;
+    for (int32_t h = n.head; h >= 0; h = bq->next[h]) {
+        if (qg_overlaps(bq->base.boxes[h], area) && !fn(h, user))
+            return false;
+    }
+    return true;
+}
+
+/// Depth-first search of the subtree at c, for a queue that ran full.
+static bool bq_query_dfs(const bucket_quadtree *bq, bq_cell from, bq_ibox qb, qg_rect area, qg_query_fn *fn,
+                         void *user, qg_query_stats *stats)
+{
+    bq_cell stack[BQ_STACK];
+    int top = 0;
+    stack[top++] = from;
+    while (top > 0) {
+        const bq_cell c = stack[--top];
+        if (!bq_query_bucket(bq, c.node, area, fn, user, stats))
+            return false;
+        const int32_t fc = bq->nodes[c.node].first_child;
+        if (fc < 0)
+            continue;
+        const unsigned mask = bq_child_mask(c, qb);
+        for (int i = 3; i >= 0; --i) {
+            if (mask >> i & 1)
+                stack[top++] = bq_child_cell(c, fc, i);
+        }
+    }
+    return true;
+}
+
+static void bucket_quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                                  qg_query_stats *stats)
+{
+    const bucket_quadtree *bq = (const bucket_quadtree *)index;
+    const bq_ibox qb = bq_map_box(bq, area);
+    // "nodes.Enqueue(this); while (nodes.Count > 0) ..."
+    bq_cell queue[BQ_QUEUE];
+    uint32_t head = 0, tail = 0;
+    queue[tail++ & (BQ_QUEUE - 1)] = bq_root;
+    while (head != tail) {
+        const bq_cell c = queue[head++ & (BQ_QUEUE - 1)];
+        if (!bq_query_bucket(bq, c.node, area, fn, user, stats))
+            return;
+        const int32_t fc = bq->nodes[c.node].first_child;
+        if (fc < 0)
+            continue;
+        const unsigned mask = bq_child_mask(c, qb);
+        for (int i = 0; i < 4; ++i) {
+            if (!(mask >> i & 1))
+                continue;
+            const bq_cell child = bq_child_cell(c, fc, i);
+            if (bq->nodes[child.node].total == 0)
+                continue; // nothing below: the text would visit it, we need not
+            if (tail - head < BQ_QUEUE) {
+                queue[tail++ & (BQ_QUEUE - 1)] = child;
+            } else if (!bq_query_dfs(bq, child, qb, area, fn, user, stats)) {
+                return;
+            }
+        }
+    }
+}
+
+/// Pairs within one bucket; false when the callback stopped.
+static bool bq_pairs_within(const bucket_quadtree *bq, const bq_node *n, qg_pair_fn *fn, void *user)
+{
+    const qg_rect *boxes = bq->base.boxes;
+    if (n->count <= BQ_GATHER) {
+        qg_rect r[BQ_GATHER];
+        qg_handle ids[BQ_GATHER];
+        int k = 0;
+        for (int32_t h = n->head; h >= 0; h = bq->next[h]) {
+            ids[k] = h;
+            r[k++] = boxes[h];
+        }
+        for (int i = 0; i < k; ++i) {
+            const qg_rect a = r[i];
+            for (int j = i + 1; j < k; ++j) {
+                if (qg_overlaps(a, r[j]) && !qg_report_pair(fn, user, ids[i], ids[j]))
+                    return false;
+            }
+        }
+        return true;
+    }
+    for (int32_t a = n->head; a >= 0; a = bq->next[a]) {
+        const qg_rect ra = boxes[a];
+        for (int32_t b = bq->next[a]; b >= 0; b = bq->next[b]) {
+            if (qg_overlaps(ra, boxes[b]) && !qg_report_pair(fn, user, a, b))
+                return false;
+        }
+    }
+    return true;
+}
+
+/// Pairs of element a (in the bucket of branch c) with the elements of c's
+/// descendants: a query of a's box below c. Any element a can overlap lives
+/// in c's bucket, in a descendant's or in an ancestor's, so testing each
+/// element against its own bucket and its descendants' finds every pair
+/// once.
+static bool bq_pairs_below(const bucket_quadtree *bq, bq_cell c, qg_handle a, qg_pair_fn *fn, void *user,
+                           qg_query_stats *stats)
+{
+    const qg_rect ra = bq->base.boxes[a];
+    const bq_ibox b = bq_map_box(bq, ra);
+    bq_cell stack[BQ_STACK];
+    int top = 0;
+    stack[top++] = c;
+    while (top > 0) {
+        const bq_cell n = stack[--top];
+        const int32_t fc = bq->nodes[n.node].first_child;
+        if (fc < 0)
+            continue;
+        const unsigned mask = bq_child_mask(n, b);
+        for (int i = 3; i >= 0; --i) {
+            if (!(mask >> i & 1))
+                continue;
+            const bq_cell child = bq_child_cell(n, fc, i);
+            const bq_node cn = bq->nodes[child.node];
+            if (cn.total == 0)
+                continue;
+            stats->nodes_visited++;
+            stats->elements_tested += cn.count;
+            for (int32_t h = cn.head; h >= 0; h = bq->next[h]) {
+                if (qg_overlaps(ra, bq->base.boxes[h]) && !qg_report_pair(fn, user, a, h))
+                    return false;
+            }
+            stack[top++] = child;
+        }
+    }
+    return true;
+}
+
+static void bucket_quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    const bucket_quadtree *bq = (const bucket_quadtree *)index;
+    bq_cell stack[BQ_STACK];
+    int top = 0;
+    stack[top++] = bq_root;
+    while (top > 0) {
+        const bq_cell c = stack[--top];
+        const bq_node n = bq->nodes[c.node];
+        stats->nodes_visited++;
+        stats->elements_tested += (int64_t)n.count * (n.count - 1) / 2;
+        if (n.count >= 2 && !bq_pairs_within(bq, &n, fn, user))
+            return;
+        if (n.first_child < 0)
+            continue;
+        for (int32_t h = n.head; h >= 0; h = bq->next[h]) {
+            if (!bq_pairs_below(bq, c, h, fn, user, stats))
+                return;
+        }
+        for (int i = 3; i >= 0; --i) {
+            const bq_cell child = bq_child_cell(c, n.first_child, i);
+            if (bq->nodes[child.node].total > 0)
+                stack[top++] = child;
+        }
+    }
+}
+
+/// Calls visit for every node, depth first.
+static void bq_walk(const bucket_quadtree *bq, void (*visit)(const bucket_quadtree *, bq_cell, void *), void *ctx)
+{
+    bq_cell stack[BQ_STACK];
+    int top = 0;
+    stack[top++] = bq_root;
+    while (top > 0) {
+        const bq_cell c = stack[--top];
+        visit(bq, c, ctx);
+        const int32_t fc = bq->nodes[c.node].first_child;
+        if (fc >= 0 && c.depth < BQ_BITS) {
+            for (int i = 3; i >= 0; --i)
+                stack[top++] = bq_child_cell(c, fc, i);
+        }
+    }
+}
+
+static void bq_stats_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
+{
+    qg_stats *s = ctx;
+    s->nodes++;
+    s->leaves += bq->nodes[c.node].first_child < 0;
+    if (c.depth > s->max_depth_reached)
+        s->max_depth_reached = c.depth;
+}
+
+static void bucket_quadtree_stats(const qg_index *index, qg_stats *stats)
+{
+    bq_walk((const bucket_quadtree *)index, bq_stats_visit, stats);
+}
+
+typedef struct bq_visit_ctx {
+    qg_visit_fn *fn;
+    void *user;
+} bq_visit_ctx;
+
+static void bq_user_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
+{
+    const bq_visit_ctx *v = ctx;
+    const qg_rect b = bq->base.config.bounds;
+    const float s = (float)(BQ_SIDE >> c.depth);
+    const float ux = (b.max_x - b.min_x) / (float)BQ_SIDE, uy = (b.max_y - b.min_y) / (float)BQ_SIDE;
+    const qg_rect r = {b.min_x + (float)c.x * ux, b.min_y + (float)c.y * uy, b.min_x + ((float)c.x + s) * ux,
+                       b.min_y + ((float)c.y + s) * uy};
+    v->fn(r, c.depth, bq->nodes[c.node].count, v->user);
+}
+
+static void bucket_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    bq_visit_ctx v = {fn, user};
+    bq_walk((const bucket_quadtree *)index, bq_user_visit, &v);
+}
+
+typedef struct bq_check {
+    bool ok;
+    int64_t branches, elements;
+} bq_check;
+
+/// Checks one node: its bucket's links and count, that every element in it
+/// is where the descent puts it, and (bottom-up via the parent's check) the
+/// subtree totals.
+static void bq_check_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
+{
+    bq_check *k = ctx;
+    const bq_node n = bq->nodes[c.node];
+    if (c.node >= bq->node_high || c.depth > bq->max_depth || n.count < 0 || n.total < n.count) {
+        k->ok = false;
+        return;
+    }
+    int32_t len = 0, prev = -1;
+    for (int32_t h = n.head; h >= 0 && len <= n.count; h = bq->next[h]) {
+        if (!qg_slot_live(&bq->base, h) || h >= bq->next_capacity || bq->prev[h] != prev) {
+            k->ok = false;
+            return;
+        }
+        if (bq_find(bq, bq_map_box(bq, bq->base.boxes[h]), NULL).node != c.node)
+            k->ok = false;
+        prev = h;
+        len++;
+    }
+    if (len != n.count)
+        k->ok = false;
+    k->elements += len;
+    int64_t sum = n.count;
+    if (n.first_child >= 0) {
+        k->branches++;
+        if (n.first_child < 1 || n.first_child + 4 > bq->node_high || (n.first_child - 1) % 4 != 0 ||
+            c.depth >= bq->max_depth) {
+            k->ok = false;
+            return;
+        }
+        for (int i = 0; i < 4; ++i)
+            sum += bq->nodes[n.first_child + i].total;
+        // Eager merge: no branch whose subtree fits one bucket survives.
+        if (n.total <= bq->capacity)
+            k->ok = false;
+    }
+    if (sum != n.total)
+        k->ok = false;
+}
+
+static qg_status bucket_quadtree_validate(const qg_index *index, size_t *bytes)
+{
+    const bucket_quadtree *bq = (const bucket_quadtree *)index;
+    if (bq->node_high < 1 || bq->node_high > bq->node_capacity || (bq->node_high - 1) % 4 != 0 ||
+        bq->next_capacity != bq->prev_capacity || bq->next_capacity < index->box_high)
+        return QG_ERR_INVALID;
+    bq_check k = {true, 0, 0};
+    bq_walk(bq, bq_check_visit, &k);
+    if (!k.ok || k.elements != index->count || bq->nodes[0].total != index->count)
+        return QG_ERR_INVALID;
+    int32_t free_blocks = 0;
+    for (int32_t b = bq->free_block; b >= 0; b = bq->nodes[b].first_child) {
+        if (b < 1 || b + 4 > bq->node_high || (b - 1) % 4 != 0 || ++free_blocks > bq->free_blocks)
+            return QG_ERR_INVALID;
+    }
+    if (free_blocks != bq->free_blocks || 1 + 4 * k.branches + 4 * (int64_t)free_blocks != bq->node_high)
+        return QG_ERR_INVALID;
+    *bytes += (size_t)bq->node_capacity * sizeof(bq_node) + (size_t)bq->next_capacity * sizeof(int32_t) +
+              (size_t)bq->prev_capacity * sizeof(int32_t);
+    return QG_OK;
+}
+
+const qg_kind_class qg_bucket_quadtree_class = {
+    .kind = QG_BUCKET_QUADTREE,
+    .size = sizeof(bucket_quadtree),
+    .configure = bucket_quadtree_configure,
+    .init = bucket_quadtree_init,
+    .destroy = bucket_quadtree_destroy,
+    .insert = bucket_quadtree_insert,
+    .remove = bucket_quadtree_remove,
+    .move = bucket_quadtree_move,
+    .cleanup = bucket_quadtree_cleanup,
+    .clear = bucket_quadtree_clear,
+    .query = bucket_quadtree_query,
+    .pairs = bucket_quadtree_pairs,
+    .stats = bucket_quadtree_stats,
+    .visit = bucket_quadtree_visit,
+    .validate = bucket_quadtree_validate,
+};
