@@ -1,0 +1,567 @@
+// QG_LEVEL_QUADTREE: the "instant insertion" quadtree (seed 004).
+//
+// - Every level of a complete quadtree is allocated up front in one block,
+//   level after level, each level a row-major grid of 2^L x 2^L nodes: the
+//   node of cell (x, y) on level L is at offset[L] + y * 2^L + x, so parents,
+//   children and the node of a box are computed, never stored or searched.
+//   max_depth is the deepest level (root = 0): the text's 8 levels are
+//   max_depth 7, 21,845 nodes.
+// - An element's node is found without descending: its box is mapped to
+//   integer coordinates 0 .. 2^max_depth - 1 (conservative and monotonic, as
+//   in QG_QUADTREE), the highest bit in which its corners differ gives its
+//   level (max_depth - bit_length((x0 ^ x1) | (y0 ^ y1)); no differing bit
+//   means the deepest level), and its top-left corner shifted right gives the
+//   node on that level ("the bit hack from Game Programming Gems II"). Boxes
+//   not wholly inside the bounds go to the root, as in the text.
+// - Each element remembers its node, and a node's elements are an intrusive
+//   doubly-linked list threaded through a per-handle array (the base's
+//   handle free list is the list's free list), so removal is O(1) and there
+//   is no container per node.
+// - A node is 8 bytes: the head of its list and the number of elements in
+//   its whole subtree. The count lets queries skip empty subtrees at once;
+//   keeping it costs one increment per level on insert, and a move that
+//   changes node only touches the levels below the common ancestor.
+// - A query visits, on each level, only the nodes whose cell overlaps the
+//   area's integer box, starting at the root and stopping at empty
+//   subtrees; the cell of a node holds every element in it, so this misses
+//   nothing, and the final test is on the float box, so it is exact.
+// - Pairs: two overlapping boxes have overlapping cells, and two overlapping
+//   quadtree cells are the same cell or one holds the other. So every pair is
+//   found once by testing each node's elements among themselves and each
+//   element against the elements of the descendants its box overlaps.
+#include "index_internal.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/// Deepest level a caller may ask for: level 11 is 4^11 cells, 5.6 million
+/// nodes (45 MB) in all. Deeper requests are clamped to it.
+#define LV_MAX_DEPTH 11
+/// Deepest level chosen from element_size: 1.4 million nodes, 11 MB.
+#define LV_DEFAULT_MAX_DEPTH 10
+/// Without element_size: the text's 8 levels.
+#define LV_DEFAULT_DEPTH 7
+/// Depth-first traversal pops one node and pushes at most 4.
+#define LV_STACK (3 * LV_MAX_DEPTH + 8)
+/// Nodes up to this many elements are copied to the C stack for pairs.
+#define LV_GATHER 64
+
+typedef struct lv_node {
+    int32_t head;  ///< first element of the node's list, -1 if none
+    int32_t total; ///< elements in this node and all its descendants
+} lv_node;
+_Static_assert(sizeof(lv_node) == 8, "a level quadtree node is 8 bytes");
+
+typedef struct lv_link {
+    int32_t node; ///< the node holding the element
+    int32_t next, prev;
+} lv_link;
+
+typedef struct lv_ibox {
+    int32_t x0, y0, x1, y1;
+} lv_ibox;
+
+/// A node named by level and coordinates on that level.
+typedef struct lv_cell {
+    int32_t level, x, y;
+} lv_cell;
+
+typedef struct level_quadtree {
+    qg_index base;
+    lv_node *nodes;
+    int32_t node_count;
+    lv_link *links; ///< per handle
+    int32_t link_capacity;
+    int32_t depth; ///< deepest level
+    float scale_x, scale_y;
+    int32_t offset[LV_MAX_DEPTH + 2]; ///< first node of each level
+} level_quadtree;
+
+static inline int32_t lv_map(float v, float origin, float scale, int32_t side)
+{
+    float f = (v - origin) * scale;
+    if (!(f > 0.0f))
+        return 0;
+    if (f >= (float)(side - 1))
+        return side - 1;
+    return (int32_t)f;
+}
+
+/// Conservative integer box, clamped to [0, 2^depth - 1].
+static inline lv_ibox lv_map_box(const level_quadtree *lv, qg_rect r)
+{
+    const qg_rect b = lv->base.config.bounds;
+    const int32_t side = 1 << lv->depth;
+#if defined(__SSE2__)
+    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
+                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
+                          _mm_setr_ps(lv->scale_x, lv->scale_y, lv->scale_x, lv->scale_y));
+    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(side - 1)));
+    int32_t out[4];
+    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    return (lv_ibox){out[0], out[1], out[2], out[3]};
+#else
+    return (lv_ibox){lv_map(r.min_x, b.min_x, lv->scale_x, side), lv_map(r.min_y, b.min_y, lv->scale_y, side),
+                     lv_map(r.max_x, b.min_x, lv->scale_x, side), lv_map(r.max_y, b.min_y, lv->scale_y, side)};
+#endif
+}
+
+static inline int lv_bit_length(uint32_t v)
+{
+#if defined(__GNUC__)
+    return v ? 32 - __builtin_clz(v) : 0;
+#else
+    int n = 0;
+    while (v) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+static inline int32_t lv_index(const level_quadtree *lv, lv_cell c)
+{
+    return lv->offset[c.level] + (c.y << c.level) + c.x;
+}
+
+/// The node of a box, without descending.
+static inline lv_cell lv_locate(const level_quadtree *lv, qg_rect r)
+{
+    const qg_rect b = lv->base.config.bounds;
+    if (!((r.min_x >= b.min_x) & (r.min_y >= b.min_y) & (r.max_x <= b.max_x) & (r.max_y <= b.max_y)))
+        return (lv_cell){0, 0, 0};
+    const lv_ibox ib = lv_map_box(lv, r);
+    const int shift = lv_bit_length((uint32_t)((ib.x0 ^ ib.x1) | (ib.y0 ^ ib.y1)));
+    return (lv_cell){lv->depth - shift, ib.x0 >> shift, ib.y0 >> shift};
+}
+
+/// The cell of node index i (levels are found by their offsets).
+static inline lv_cell lv_cell_of(const level_quadtree *lv, int32_t i)
+{
+    int32_t level = 0;
+    while (i >= lv->offset[level + 1])
+        level++;
+    const int32_t r = i - lv->offset[level];
+    return (lv_cell){level, r & ((1 << level) - 1), r >> level};
+}
+
+static inline lv_cell lv_parent(lv_cell c)
+{
+    return (lv_cell){c.level - 1, c.x >> 1, c.y >> 1};
+}
+
+static void lv_link_in(level_quadtree *lv, int32_t node, qg_handle h)
+{
+    lv_node *n = &lv->nodes[node];
+    lv->links[h] = (lv_link){node, n->head, -1};
+    if (n->head >= 0)
+        lv->links[n->head].prev = h;
+    n->head = h;
+}
+
+static void lv_link_out(level_quadtree *lv, qg_handle h)
+{
+    const lv_link l = lv->links[h];
+    if (l.prev >= 0)
+        lv->links[l.prev].next = l.next;
+    else
+        lv->nodes[l.node].head = l.next;
+    if (l.next >= 0)
+        lv->links[l.next].prev = l.prev;
+}
+
+/// Adds `delta` to the subtree counts of c and its ancestors.
+static void lv_count_up(level_quadtree *lv, lv_cell c, int32_t delta)
+{
+    for (;;) {
+        lv->nodes[lv_index(lv, c)].total += delta;
+        if (c.level == 0)
+            return;
+        c = lv_parent(c);
+    }
+}
+
+static qg_status level_quadtree_configure(qg_config *config)
+{
+    if (config->max_depth > LV_MAX_DEPTH)
+        config->max_depth = LV_MAX_DEPTH; // 4^depth nodes: deeper does not fit
+    if (config->max_depth == 0) {
+        int depth = LV_DEFAULT_DEPTH;
+        if (config->element_size > 0.0f) {
+            // Deepest level whose cells are still at least element_size wide.
+            const float extent = qg_rect_extent(config->bounds);
+            depth = 0;
+            while (depth < LV_DEFAULT_MAX_DEPTH && extent / (float)(2 << depth) >= config->element_size)
+                depth++;
+            if (depth < 1)
+                depth = 1;
+        }
+        config->max_depth = depth;
+    }
+    if (config->leaf_capacity == 0)
+        config->leaf_capacity = 1; // unused: nodes never split
+    return QG_OK;
+}
+
+static qg_status level_quadtree_init(qg_index *index)
+{
+    level_quadtree *lv = (level_quadtree *)index;
+    const qg_rect b = index->config.bounds;
+    lv->depth = index->config.max_depth;
+    const int32_t side = 1 << lv->depth;
+    lv->scale_x = (float)side / (b.max_x - b.min_x);
+    lv->scale_y = (float)side / (b.max_y - b.min_y);
+    lv->offset[0] = 0;
+    for (int l = 0; l <= lv->depth; ++l)
+        lv->offset[l + 1] = lv->offset[l] + (1 << (2 * l));
+    lv->node_count = lv->offset[lv->depth + 1];
+    lv->nodes = qg_mem_alloc(&index->alloc, (size_t)lv->node_count * sizeof(lv_node));
+    if (lv->nodes == NULL)
+        return QG_ERR_NOMEM;
+    for (int32_t i = 0; i < lv->node_count; ++i)
+        lv->nodes[i] = (lv_node){-1, 0};
+    return QG_OK;
+}
+
+static void level_quadtree_destroy(qg_index *index)
+{
+    level_quadtree *lv = (level_quadtree *)index;
+    qg_mem_free(&index->alloc, lv->nodes, (size_t)lv->node_count * sizeof(lv_node));
+    lv->nodes = NULL;
+    qg_array_free(&index->alloc, (void **)&lv->links, &lv->link_capacity, sizeof(lv_link));
+}
+
+static qg_status level_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    level_quadtree *lv = (level_quadtree *)index;
+    if (!qg_txn_reserve(txn, (void **)&lv->links, &lv->link_capacity, sizeof(lv_link), (int64_t)h + 1))
+        return QG_ERR_NOMEM;
+    const lv_cell c = lv_locate(lv, box);
+    lv_link_in(lv, lv_index(lv, c), h);
+    lv_count_up(lv, c, 1);
+    return QG_OK;
+}
+
+static void level_quadtree_remove(qg_index *index, qg_handle h)
+{
+    level_quadtree *lv = (level_quadtree *)index;
+    const int32_t node = lv->links[h].node;
+    lv_link_out(lv, h);
+    lv_count_up(lv, lv_cell_of(lv, node), -1);
+}
+
+static qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    (void)txn;
+    level_quadtree *lv = (level_quadtree *)index;
+    index->boxes[h] = box;
+    lv_cell to = lv_locate(lv, box);
+    const int32_t old = lv->links[h].node, now = lv_index(lv, to);
+    if (old == now)
+        return QG_OK;
+    lv_link_out(lv, h);
+    lv_link_in(lv, now, h);
+    // Counts change only below the common ancestor of the two nodes.
+    lv_cell from = lv_cell_of(lv, old);
+    while (from.level > to.level) {
+        lv->nodes[lv_index(lv, from)].total--;
+        from = lv_parent(from);
+    }
+    while (to.level > from.level) {
+        lv->nodes[lv_index(lv, to)].total++;
+        to = lv_parent(to);
+    }
+    while (from.x != to.x || from.y != to.y) {
+        lv->nodes[lv_index(lv, from)].total--;
+        lv->nodes[lv_index(lv, to)].total++;
+        from = lv_parent(from);
+        to = lv_parent(to);
+    }
+    return QG_OK;
+}
+
+static void level_quadtree_cleanup(qg_index *index)
+{
+    (void)index; // nothing is deferred: nodes never split or merge
+}
+
+static void level_quadtree_clear(qg_index *index)
+{
+    level_quadtree *lv = (level_quadtree *)index;
+    for (int32_t i = 0; i < lv->node_count; ++i)
+        lv->nodes[i] = (lv_node){-1, 0};
+}
+
+/// Bits 0-3: the children of c whose cells overlap the integer box b.
+static inline unsigned lv_child_mask(const level_quadtree *lv, lv_cell c, lv_ibox b)
+{
+    const int s = lv->depth - c.level - 1; // children's cells are 2^s units
+    const int32_t mx = (2 * c.x + 1) << s, my = (2 * c.y + 1) << s;
+    const unsigned left = b.x0 < mx, right = b.x1 >= mx, top = b.y0 < my, bottom = b.y1 >= my;
+    return (left & top) | (right & top) << 1 | (left & bottom) << 2 | (right & bottom) << 3;
+}
+
+static inline lv_cell lv_child(lv_cell c, int i)
+{
+    return (lv_cell){c.level + 1, 2 * c.x + (i & 1), 2 * c.y + (i >> 1)};
+}
+
+static void level_quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                                 qg_query_stats *stats)
+{
+    const level_quadtree *lv = (const level_quadtree *)index;
+    const lv_ibox qb = lv_map_box(lv, area);
+    lv_cell stack[LV_STACK];
+    int top = 0;
+    stack[top++] = (lv_cell){0, 0, 0};
+    while (top > 0) {
+        const lv_cell c = stack[--top];
+        const lv_node n = lv->nodes[lv_index(lv, c)];
+        stats->nodes_visited++;
+        int32_t own = 0;
+        for (int32_t h = n.head; h >= 0; h = lv->links[h].next) {
+            own++;
+            if (qg_overlaps(index->boxes[h], area) && !fn(h, user))
+                return;
+        }
+        stats->elements_tested += own;
+        if (c.level == lv->depth || n.total == own)
+            continue; // no descendant holds anything
+        const unsigned mask = lv_child_mask(lv, c, qb);
+        for (int i = 3; i >= 0; --i) {
+            if (!(mask >> i & 1))
+                continue;
+            const lv_cell child = lv_child(c, i);
+            if (lv->nodes[lv_index(lv, child)].total > 0)
+                stack[top++] = child;
+        }
+    }
+}
+
+/// Element a (box ra, integer box b) of node c against the elements of c's
+/// descendants whose cells b overlaps; false when the callback stopped.
+static bool lv_pairs_below(const level_quadtree *lv, lv_cell c, qg_handle a, qg_rect ra, lv_ibox b,
+                           qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    lv_cell stack[LV_STACK];
+    int top = 0;
+    stack[top++] = c;
+    while (top > 0) {
+        const lv_cell n = stack[--top];
+        const unsigned mask = lv_child_mask(lv, n, b);
+        for (int i = 3; i >= 0; --i) {
+            if (!(mask >> i & 1))
+                continue;
+            const lv_cell child = lv_child(n, i);
+            const lv_node cn = lv->nodes[lv_index(lv, child)];
+            if (cn.total == 0)
+                continue;
+            stats->nodes_visited++;
+            int32_t own = 0;
+            for (int32_t h = cn.head; h >= 0; h = lv->links[h].next) {
+                own++;
+                if (qg_overlaps(ra, lv->base.boxes[h]) && !qg_report_pair(fn, user, a, h))
+                    return false;
+            }
+            stats->elements_tested += own;
+            if (child.level < lv->depth && cn.total > own)
+                stack[top++] = child;
+        }
+    }
+    return true;
+}
+
+/// Pairs among the elements of one node; false when the callback stopped.
+static bool lv_pairs_within(const level_quadtree *lv, int32_t head, int32_t count, qg_pair_fn *fn, void *user)
+{
+    const qg_rect *boxes = lv->base.boxes;
+    if (count <= LV_GATHER) {
+        qg_rect r[LV_GATHER];
+        qg_handle ids[LV_GATHER];
+        int k = 0;
+        for (int32_t h = head; h >= 0; h = lv->links[h].next) {
+            ids[k] = h;
+            r[k++] = boxes[h];
+        }
+        for (int i = 0; i < k; ++i) {
+            const qg_rect a = r[i];
+            for (int j = i + 1; j < k; ++j) {
+                if (qg_overlaps(a, r[j]) && !qg_report_pair(fn, user, ids[i], ids[j]))
+                    return false;
+            }
+        }
+        return true;
+    }
+    for (int32_t a = head; a >= 0; a = lv->links[a].next) {
+        const qg_rect ra = boxes[a];
+        for (int32_t b = lv->links[a].next; b >= 0; b = lv->links[b].next) {
+            if (qg_overlaps(ra, boxes[b]) && !qg_report_pair(fn, user, a, b))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void level_quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    const level_quadtree *lv = (const level_quadtree *)index;
+    lv_cell stack[LV_STACK];
+    int top = 0;
+    stack[top++] = (lv_cell){0, 0, 0};
+    while (top > 0) {
+        const lv_cell c = stack[--top];
+        const lv_node n = lv->nodes[lv_index(lv, c)];
+        stats->nodes_visited++;
+        int32_t own = 0;
+        for (int32_t h = n.head; h >= 0; h = lv->links[h].next)
+            own++;
+        stats->elements_tested += (int64_t)own * (own - 1) / 2;
+        if (own >= 2 && !lv_pairs_within(lv, n.head, own, fn, user))
+            return;
+        if (c.level == lv->depth || n.total == own)
+            continue;
+        for (int32_t h = n.head; h >= 0; h = lv->links[h].next) {
+            const qg_rect r = index->boxes[h];
+            if (!lv_pairs_below(lv, c, h, r, lv_map_box(lv, r), fn, user, stats))
+                return;
+        }
+        for (int i = 3; i >= 0; --i) {
+            const lv_cell child = lv_child(c, i);
+            if (lv->nodes[lv_index(lv, child)].total > 0)
+                stack[top++] = child;
+        }
+    }
+}
+
+static void level_quadtree_stats(const qg_index *index, qg_stats *stats)
+{
+    const level_quadtree *lv = (const level_quadtree *)index;
+    stats->nodes = lv->node_count;
+    stats->leaves = lv->node_count - lv->offset[lv->depth];
+    // The tree is complete; report the deepest level that holds anything,
+    // walking only non-empty subtrees.
+    lv_cell stack[LV_STACK];
+    int top = 0;
+    stack[top++] = (lv_cell){0, 0, 0};
+    while (top > 0) {
+        const lv_cell c = stack[--top];
+        const lv_node n = lv->nodes[lv_index(lv, c)];
+        if (n.head >= 0 && c.level > stats->max_depth_reached)
+            stats->max_depth_reached = c.level;
+        if (c.level == lv->depth)
+            continue;
+        for (int i = 3; i >= 0; --i) {
+            const lv_cell child = lv_child(c, i);
+            if (lv->nodes[lv_index(lv, child)].total > 0)
+                stack[top++] = child;
+        }
+    }
+}
+
+static void level_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    // Only the root and the nodes of non-empty subtrees: the full tree can
+    // hold millions of nodes, nearly all of them empty.
+    const level_quadtree *lv = (const level_quadtree *)index;
+    const qg_rect b = index->config.bounds;
+    lv_cell stack[LV_STACK];
+    int top = 0;
+    stack[top++] = (lv_cell){0, 0, 0};
+    while (top > 0) {
+        const lv_cell c = stack[--top];
+        const lv_node n = lv->nodes[lv_index(lv, c)];
+        int32_t own = 0;
+        for (int32_t h = n.head; h >= 0; h = lv->links[h].next)
+            own++;
+        const float w = (b.max_x - b.min_x) / (float)(1 << c.level), hgt = (b.max_y - b.min_y) / (float)(1 << c.level);
+        const qg_rect r = {b.min_x + (float)c.x * w, b.min_y + (float)c.y * hgt, b.min_x + (float)(c.x + 1) * w,
+                           b.min_y + (float)(c.y + 1) * hgt};
+        fn(r, c.level, own, user);
+        if (c.level == lv->depth)
+            continue;
+        for (int i = 3; i >= 0; --i) {
+            const lv_cell child = lv_child(c, i);
+            if (lv->nodes[lv_index(lv, child)].total > 0)
+                stack[top++] = child;
+        }
+    }
+}
+
+static qg_status level_quadtree_validate(const qg_index *index, size_t *bytes)
+{
+    const level_quadtree *lv = (const level_quadtree *)index;
+    if (lv->depth < 0 || lv->depth > LV_MAX_DEPTH || lv->node_count != lv->offset[lv->depth + 1] ||
+        lv->link_capacity < index->box_high)
+        return QG_ERR_INVALID;
+    // Every live element is in the node its box locates, and its links agree
+    // with its neighbours'.
+    int64_t live = 0;
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        if (!qg_slot_live(index, h))
+            continue;
+        const lv_link l = lv->links[h];
+        if (l.node != lv_index(lv, lv_locate(lv, index->boxes[h])))
+            return QG_ERR_INVALID;
+        if (l.prev >= 0 ? (l.prev >= index->box_high || lv->links[l.prev].next != h) : lv->nodes[l.node].head != h)
+            return QG_ERR_INVALID;
+        if (l.next >= 0 && (l.next >= index->box_high || lv->links[l.next].prev != h))
+            return QG_ERR_INVALID;
+        live++;
+    }
+    // Every list holds only live elements of that node, and the subtree
+    // counts add up. Only non-empty subtrees are walked (the tree can hold
+    // millions of nodes): an element anywhere else was found above by its
+    // link but is missed here, and the totals then disagree.
+    int64_t listed = 0;
+    lv_cell stack[LV_STACK];
+    int top = 0;
+    stack[top++] = (lv_cell){0, 0, 0};
+    while (top > 0) {
+        const lv_cell c = stack[--top];
+        const int32_t i = lv_index(lv, c);
+        int64_t own = 0;
+        for (int32_t h = lv->nodes[i].head; h >= 0; h = lv->links[h].next) {
+            if (!qg_slot_live(index, h) || lv->links[h].node != i || ++own > index->count)
+                return QG_ERR_INVALID;
+        }
+        listed += own;
+        int64_t sum = own;
+        if (c.level < lv->depth) {
+            for (int k = 3; k >= 0; --k) {
+                const lv_cell child = lv_child(c, k);
+                const lv_node cn = lv->nodes[lv_index(lv, child)];
+                if (cn.total < 0 || (cn.total == 0 && cn.head >= 0))
+                    return QG_ERR_INVALID;
+                sum += cn.total;
+                if (cn.total > 0)
+                    stack[top++] = child;
+            }
+        }
+        if (sum != lv->nodes[i].total)
+            return QG_ERR_INVALID;
+    }
+    if (listed != live || lv->nodes[0].total != index->count)
+        return QG_ERR_INVALID;
+    *bytes += (size_t)lv->node_count * sizeof(lv_node) + (size_t)lv->link_capacity * sizeof(lv_link);
+    return QG_OK;
+}
+
+const qg_kind_class qg_level_quadtree_class = {
+    .kind = QG_LEVEL_QUADTREE,
+    .size = sizeof(level_quadtree),
+    .configure = level_quadtree_configure,
+    .init = level_quadtree_init,
+    .destroy = level_quadtree_destroy,
+    .insert = level_quadtree_insert,
+    .remove = level_quadtree_remove,
+    .move = level_quadtree_move,
+    .cleanup = level_quadtree_cleanup,
+    .clear = level_quadtree_clear,
+    .query = level_quadtree_query,
+    .pairs = level_quadtree_pairs,
+    .stats = level_quadtree_stats,
+    .visit = level_quadtree_visit,
+    .validate = level_quadtree_validate,
+};
