@@ -10,10 +10,10 @@ static const qg_kind_class *const kind_classes[QG_KIND_COUNT] = {
     /* [QG_LOOSE_QUADTREE] = &qg_loose_quadtree_class, */
     [QG_LEVEL_QUADTREE] = &qg_level_quadtree_class,
     [QG_BUCKET_QUADTREE] = &qg_bucket_quadtree_class,
-    /* [QG_GRID] = &qg_grid_class, */
-    /* [QG_MULTI_GRID] = &qg_multi_grid_class, */
+    [QG_GRID] = &qg_grid_class,
+    [QG_MULTI_GRID] = &qg_multi_grid_class,
     /* [QG_LOOSE_GRID] = &qg_loose_grid_class, */
-    /* [QG_POINT_GRID] = &qg_point_grid_class, */
+    [QG_POINT_GRID] = &qg_point_grid_class,
     [QG_BRUTE_FORCE] = &qg_brute_force_class,
 };
 
