@@ -157,6 +157,7 @@ typedef struct cell_ctx {
 } cell_ctx;
 
 static void draw_cell(qg_rect cell, int depth, int32_t elements, void *user) {
+    (void)elements;
     cell_ctx *ctx = user;
     raster *r = ctx->r;
     float s = ctx->v.scale;
@@ -171,15 +172,12 @@ static void draw_cell(qg_rect cell, int depth, int32_t elements, void *user) {
     int y0 = floor_pos(sy0 < -1.0f ? -1.0f : sy0), y1 = floor_pos(sy1 > fh ? fh : sy1);
     static const uint32_t by_depth[4] = {0xffe0e0e0u, 0xffb8f0b8u, 0xff90d0ffu, 0xffffd090u};
     uint32_t c = by_depth[depth & 3];
-    // Only the top and left edges: cells tile their parent, so a cell's
-    // bottom and right edges are its neighbours' top and left, or its
-    // ancestors'. Only depth 0 (the root, or a grid level's box) draws all four.
+    // All four edges: some kinds visit only occupied cells, so a neighbour
+    // cannot be counted on to draw the shared edge.
     hline(r, x0, x1, y0, c);
-    vline(r, x0, y0 + 1, y1, c);
-    if (depth == 0 || elements < 0) {
-        hline(r, x0, x1, y1, c);
-        vline(r, x1, y0 + 1, y1 - 1, c);
-    }
+    hline(r, x0, x1, y1, c);
+    vline(r, x0, y0 + 1, y1 - 1, c);
+    vline(r, x1, y0 + 1, y1 - 1, c);
 }
 
 void raster_cells(raster *r, const raster_view *v, const qg_index *index) {
