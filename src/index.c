@@ -7,7 +7,7 @@
 /// The table of built kinds, indexed by qg_kind. NULL = not built yet.
 static const qg_kind_class *const kind_classes[QG_KIND_COUNT] = {
     [QG_QUADTREE] = &qg_quadtree_class,
-    /* [QG_LOOSE_QUADTREE] = &qg_loose_quadtree_class, */
+    [QG_LOOSE_QUADTREE] = &qg_loose_quadtree_class,
     [QG_LEVEL_QUADTREE] = &qg_level_quadtree_class,
     [QG_BUCKET_QUADTREE] = &qg_bucket_quadtree_class,
     /* [QG_GRID] = &qg_grid_class, */

@@ -1,0 +1,693 @@
+// QG_LOOSE_QUADTREE: the loose quadtree of "Efficient Quadtrees" (seed 003,
+// part 4).
+//
+// - A node is 20 bytes, as in the text: its loose box (float rect[4]) and
+//   `children`, negative for a branch (minus the first of its 4 contiguous
+//   children) and non-negative for a leaf (its first element + 1; 0 is an
+//   empty leaf). Blocks of 4 children are freed and reused through a free
+//   list, as in QG_QUADTREE.
+// - An element is treated as its centre point: it is in exactly one leaf,
+//   the one whose cell holds its centre, so the largest element costs no
+//   more memory than the smallest. Every node on the way down grows its box
+//   to contain the element's box, so a node's box always holds the boxes of
+//   everything below it. A leaf over leaf_capacity splits at its centre,
+//   moving its elements to children by centre and growing their boxes.
+// - qg_cleanup recomputes every box bottom-up from what the node holds (the
+//   only place boxes shrink) and collapses branches whose 4 children are all
+//   empty leaves (in one pass: a parent is finished after its children).
+// - Queries descend into every child whose box overlaps the area, and test
+//   the float boxes of the elements of the leaves reached: exact.
+// - Pairs: a dual-tree walk over pairs of nodes whose boxes overlap (a node
+//   with itself, then its children with each other), splitting the larger
+//   node of a pair until both are leaves. Each element is in one leaf and
+//   each pair of leaves is reached once, so each pair is reported once.
+// - Cells are never stored: a centre is mapped to integer coordinates
+//   (conservative and monotonic, as in QG_QUADTREE) and its bits pick the
+//   child at each depth. Centres outside the bounds clamp to the border
+//   cells; the loose boxes make that correct anyway.
+#include "index_internal.h"
+
+#include <float.h>
+
+#define LQ_BITS 15
+#define LQ_SIDE (1 << LQ_BITS)
+#define LQ_DEFAULT_DEPTH 8
+#define LQ_DEFAULT_CAPACITY 8
+/// Depth-first traversal pops one node and pushes at most 4.
+#define LQ_STACK (3 * LQ_BITS + 8)
+/// Post-order cleanup: a node, its finishing mark and its 4 children per
+/// level.
+#define LQ_POST_STACK (5 * LQ_BITS + 8)
+/// Dual-tree pair walk: a node with itself pushes 10 pairs, a split pair 4,
+/// and a pair descends at most twice the depth from where it started.
+#define LQ_PAIR_STACK (10 * (LQ_BITS + 1) + 4 * 2 * (LQ_BITS + 1) + 16)
+/// Leaves up to this size are copied to the C stack for the pair loops.
+#define LQ_GATHER 64
+
+typedef struct lq_node {
+    float rect[4];    ///< min_x, min_y, max_x, max_y; empty: +max, -max
+    int32_t children; ///< branch: -(first child); leaf: first element + 1, 0 if empty
+} lq_node;
+_Static_assert(sizeof(lq_node) == 20, "a loose quadtree node is 20 bytes");
+
+typedef struct lq_elem {
+    int32_t leaf; ///< the leaf holding the element
+    int32_t next; ///< next element of that leaf, -1 ends
+} lq_elem;
+
+typedef struct lq_point {
+    int32_t x, y;
+} lq_point;
+
+typedef struct lq_pair {
+    int32_t a, b; ///< a == b: the node with itself
+} lq_pair;
+
+typedef struct loose_quadtree {
+    qg_index base;
+    lq_node *nodes;
+    int32_t node_capacity;
+    int32_t node_high;
+    int32_t free_block; ///< first node of the first free block of 4, -1 if none
+    int32_t free_blocks;
+    lq_elem *elems; ///< per handle
+    int32_t elem_capacity;
+    uint8_t *depths; ///< per handle: depth of its leaf
+    int32_t depth_capacity;
+    float scale_x, scale_y;
+    int32_t max_depth, leaf_capacity;
+} loose_quadtree;
+
+static inline bool lq_is_branch(lq_node n)
+{
+    return n.children < 0;
+}
+
+static inline int32_t lq_first_child(lq_node n)
+{
+    return -n.children;
+}
+
+static inline int32_t lq_head(lq_node n)
+{
+    return n.children - 1;
+}
+
+static inline void lq_set_empty(lq_node *n)
+{
+    n->rect[0] = n->rect[1] = FLT_MAX;
+    n->rect[2] = n->rect[3] = -FLT_MAX;
+}
+
+static inline void lq_grow(lq_node *n, qg_rect r)
+{
+    n->rect[0] = r.min_x < n->rect[0] ? r.min_x : n->rect[0];
+    n->rect[1] = r.min_y < n->rect[1] ? r.min_y : n->rect[1];
+    n->rect[2] = r.max_x > n->rect[2] ? r.max_x : n->rect[2];
+    n->rect[3] = r.max_y > n->rect[3] ? r.max_y : n->rect[3];
+}
+
+static inline void lq_grow_rect(lq_node *n, const float *r)
+{
+    lq_grow(n, (qg_rect){r[0], r[1], r[2], r[3]});
+}
+
+static inline bool lq_holds(const lq_node *n, qg_rect r)
+{
+    return (n->rect[0] <= r.min_x) & (n->rect[1] <= r.min_y) & (n->rect[2] >= r.max_x) & (n->rect[3] >= r.max_y);
+}
+
+static inline qg_rect lq_rect(const lq_node *n)
+{
+    return (qg_rect){n->rect[0], n->rect[1], n->rect[2], n->rect[3]};
+}
+
+static inline int32_t lq_map(float v, float origin, float scale)
+{
+    float f = (v - origin) * scale;
+    if (!(f > 0.0f))
+        return 0;
+    if (f >= (float)(LQ_SIDE - 1))
+        return LQ_SIDE - 1;
+    return (int32_t)f;
+}
+
+/// The integer centre of a box (halves first: the sum could overflow).
+static inline lq_point lq_centre(const loose_quadtree *lq, qg_rect r)
+{
+    const qg_rect b = lq->base.config.bounds;
+    return (lq_point){lq_map(r.min_x * 0.5f + r.max_x * 0.5f, b.min_x, lq->scale_x),
+                      lq_map(r.min_y * 0.5f + r.max_y * 0.5f, b.min_y, lq->scale_y)};
+}
+
+/// Which child of a node at `depth` holds point p.
+static inline int lq_child_of(lq_point p, int depth)
+{
+    const int shift = LQ_BITS - 1 - depth;
+    return ((p.x >> shift) & 1) | ((p.y >> shift) & 1) << 1;
+}
+
+/// True when p and q fall in the same cell of the given depth.
+static inline bool lq_same_cell(lq_point p, lq_point q, int depth)
+{
+    const int shift = LQ_BITS - depth;
+    return ((p.x >> shift) == (q.x >> shift)) & ((p.y >> shift) == (q.y >> shift));
+}
+
+static int32_t lq_leaf_count(const loose_quadtree *lq, int32_t node)
+{
+    int32_t k = 0;
+    for (int32_t h = lq_head(lq->nodes[node]); h >= 0; h = lq->elems[h].next)
+        k++;
+    return k;
+}
+
+static inline void lq_link(loose_quadtree *lq, int32_t node, qg_handle h, int depth)
+{
+    lq_node *n = &lq->nodes[node];
+    lq->elems[h] = (lq_elem){node, lq_head(*n)};
+    n->children = h + 1;
+    lq->depths[h] = (uint8_t)depth;
+}
+
+static void lq_unlink(loose_quadtree *lq, qg_handle h)
+{
+    lq_node *n = &lq->nodes[lq->elems[h].leaf];
+    const int32_t next = lq->elems[h].next;
+    int32_t e = lq_head(*n);
+    if (e == h) {
+        n->children = next + 1;
+        return;
+    }
+    while (lq->elems[e].next != h)
+        e = lq->elems[e].next;
+    lq->elems[e].next = next;
+}
+
+/// Splits leaf `node` at `depth` if it is over capacity, then its children
+/// the same way. Splitting is upkeep, not meaning: without memory for it the
+/// leaf stays larger (answers do not change) and a later insert tries again.
+static void lq_try_split(loose_quadtree *lq, int32_t node, int depth)
+{
+    if (depth >= lq->max_depth || lq_leaf_count(lq, node) <= lq->leaf_capacity)
+        return;
+    if (lq->free_block < 0) {
+        qg_txn txn;
+        qg_txn_begin(&txn, &lq->base.alloc);
+        if (!qg_txn_reserve(&txn, (void **)&lq->nodes, &lq->node_capacity, sizeof(lq_node),
+                            (int64_t)lq->node_high + 4))
+            return;
+    }
+    int32_t fc;
+    if (lq->free_block >= 0) {
+        fc = lq->free_block;
+        lq->free_block = lq->nodes[fc].children;
+        lq->free_blocks--;
+    } else {
+        fc = lq->node_high;
+        lq->node_high += 4;
+    }
+    for (int i = 0; i < 4; ++i) {
+        lq->nodes[fc + i].children = 0;
+        lq_set_empty(&lq->nodes[fc + i]);
+    }
+    int32_t h = lq_head(lq->nodes[node]);
+    lq->nodes[node].children = -fc;
+    while (h >= 0) {
+        const int32_t next = lq->elems[h].next;
+        const qg_rect r = lq->base.boxes[h];
+        const int32_t child = fc + lq_child_of(lq_centre(lq, r), depth);
+        lq_link(lq, child, h, depth + 1);
+        lq_grow(&lq->nodes[child], r);
+        h = next;
+    }
+    for (int i = 0; i < 4; ++i)
+        lq_try_split(lq, fc + i, depth + 1);
+}
+
+/// Puts h (box r) in the leaf holding its centre, growing the boxes on the
+/// way, and splits that leaf if it is over capacity.
+static void lq_place(loose_quadtree *lq, qg_handle h, qg_rect r)
+{
+    const lq_point p = lq_centre(lq, r);
+    int32_t node = 0;
+    int depth = 0;
+    for (;;) {
+        lq_node *n = &lq->nodes[node];
+        lq_grow(n, r);
+        if (!lq_is_branch(*n))
+            break;
+        node = lq_first_child(*n) + lq_child_of(p, depth);
+        depth++;
+    }
+    lq_link(lq, node, h, depth);
+    if (depth < lq->max_depth)
+        lq_try_split(lq, node, depth);
+}
+
+static qg_status loose_quadtree_configure(qg_config *config)
+{
+    if (config->max_depth > LQ_BITS)
+        config->max_depth = LQ_BITS; // integer cells would be empty below
+    if (config->max_depth == 0) {
+        int depth = LQ_DEFAULT_DEPTH;
+        if (config->element_size > 0.0f) {
+            // Deepest level whose cells are still at least element_size wide.
+            const float extent = qg_rect_extent(config->bounds);
+            depth = 0;
+            while (depth < LQ_BITS && extent / (float)(2 << depth) >= config->element_size)
+                depth++;
+            if (depth < 1)
+                depth = 1;
+        }
+        config->max_depth = depth;
+    }
+    if (config->leaf_capacity == 0)
+        config->leaf_capacity = LQ_DEFAULT_CAPACITY;
+    return QG_OK;
+}
+
+static void lq_reset_root(loose_quadtree *lq)
+{
+    lq->nodes[0].children = 0;
+    lq_set_empty(&lq->nodes[0]);
+    lq->node_high = 1;
+    lq->free_block = -1;
+    lq->free_blocks = 0;
+}
+
+static qg_status loose_quadtree_init(qg_index *index)
+{
+    loose_quadtree *lq = (loose_quadtree *)index;
+    const qg_rect b = index->config.bounds;
+    lq->scale_x = (float)LQ_SIDE / (b.max_x - b.min_x);
+    lq->scale_y = (float)LQ_SIDE / (b.max_y - b.min_y);
+    lq->max_depth = index->config.max_depth;
+    lq->leaf_capacity = index->config.leaf_capacity;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!qg_txn_reserve(&txn, (void **)&lq->nodes, &lq->node_capacity, sizeof(lq_node), 1))
+        return QG_ERR_NOMEM;
+    lq_reset_root(lq);
+    return QG_OK;
+}
+
+static void loose_quadtree_destroy(qg_index *index)
+{
+    loose_quadtree *lq = (loose_quadtree *)index;
+    qg_array_free(&index->alloc, (void **)&lq->nodes, &lq->node_capacity, sizeof(lq_node));
+    qg_array_free(&index->alloc, (void **)&lq->elems, &lq->elem_capacity, sizeof(lq_elem));
+    qg_array_free(&index->alloc, (void **)&lq->depths, &lq->depth_capacity, sizeof(uint8_t));
+}
+
+static qg_status loose_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    loose_quadtree *lq = (loose_quadtree *)index;
+    if (!qg_txn_reserve(txn, (void **)&lq->elems, &lq->elem_capacity, sizeof(lq_elem), (int64_t)h + 1) ||
+        !qg_txn_reserve(txn, (void **)&lq->depths, &lq->depth_capacity, sizeof(uint8_t), (int64_t)h + 1))
+        return QG_ERR_NOMEM;
+    lq_place(lq, h, box);
+    return QG_OK;
+}
+
+static void loose_quadtree_remove(qg_index *index, qg_handle h)
+{
+    lq_unlink((loose_quadtree *)index, h); // boxes shrink in qg_cleanup
+}
+
+static qg_status loose_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    (void)txn;
+    loose_quadtree *lq = (loose_quadtree *)index;
+    const lq_point p = lq_centre(lq, box);
+    if (lq_same_cell(lq_centre(lq, index->boxes[h]), p, lq->depths[h])) {
+        // Same leaf. Its box holds the new one: so do all its ancestors'.
+        index->boxes[h] = box;
+        if (lq_holds(&lq->nodes[lq->elems[h].leaf], box))
+            return QG_OK;
+        int32_t node = 0;
+        for (int depth = 0;; ++depth) {
+            lq_node *n = &lq->nodes[node];
+            lq_grow(n, box);
+            if (!lq_is_branch(*n))
+                return QG_OK;
+            node = lq_first_child(*n) + lq_child_of(p, depth);
+        }
+    }
+    lq_unlink(lq, h);
+    index->boxes[h] = box;
+    lq_place(lq, h, box);
+    return QG_OK;
+}
+
+static void loose_quadtree_cleanup(qg_index *index)
+{
+    loose_quadtree *lq = (loose_quadtree *)index;
+    const qg_rect *boxes = index->boxes;
+    // Post-order: an entry >= 0 expands a node, ~node finishes it after its
+    // children are finished.
+    int32_t stack[LQ_POST_STACK];
+    int top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        const int32_t s = stack[--top];
+        if (s >= 0) {
+            lq_node *n = &lq->nodes[s];
+            if (!lq_is_branch(*n)) {
+                lq_set_empty(n);
+                for (int32_t h = lq_head(*n); h >= 0; h = lq->elems[h].next)
+                    lq_grow(n, boxes[h]);
+                continue;
+            }
+            stack[top++] = ~s;
+            for (int i = 3; i >= 0; --i)
+                stack[top++] = lq_first_child(*n) + i;
+            continue;
+        }
+        lq_node *n = &lq->nodes[~s];
+        const int32_t fc = lq_first_child(*n);
+        int empty = 0;
+        lq_set_empty(n);
+        for (int i = 0; i < 4; ++i) {
+            const lq_node *c = &lq->nodes[fc + i];
+            empty += c->children == 0;
+            lq_grow_rect(n, c->rect);
+        }
+        if (empty == 4) {
+            lq->nodes[fc].children = lq->free_block;
+            lq->free_block = fc;
+            lq->free_blocks++;
+            n->children = 0;
+        }
+    }
+}
+
+static void loose_quadtree_clear(qg_index *index)
+{
+    lq_reset_root((loose_quadtree *)index);
+}
+
+static void loose_quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                                 qg_query_stats *stats)
+{
+    const loose_quadtree *lq = (const loose_quadtree *)index;
+    int32_t stack[LQ_STACK];
+    int top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+        const lq_node n = lq->nodes[stack[--top]];
+        stats->nodes_visited++;
+        if (lq_is_branch(n)) {
+            const int32_t fc = lq_first_child(n);
+            for (int i = 3; i >= 0; --i) {
+                if (qg_overlaps(lq_rect(&lq->nodes[fc + i]), area))
+                    stack[top++] = fc + i;
+            }
+            continue;
+        }
+        for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
+            stats->elements_tested++;
+            if (qg_overlaps(index->boxes[h], area) && !fn(h, user))
+                return;
+        }
+    }
+}
+
+/// Gathers the elements of leaf n whose boxes overlap `filter` into ids/r;
+/// returns how many, or -1 when more than LQ_GATHER would.
+static int lq_gather(const loose_quadtree *lq, lq_node n, qg_rect filter, qg_handle *ids, qg_rect *r)
+{
+    int k = 0;
+    for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
+        const qg_rect b = lq->base.boxes[h];
+        if (!qg_overlaps(b, filter))
+            continue;
+        if (k == LQ_GATHER)
+            return -1;
+        ids[k] = h;
+        r[k++] = b;
+    }
+    return k;
+}
+
+/// Pairs within one leaf; false when the callback stopped.
+static bool lq_pairs_self(const loose_quadtree *lq, lq_node n, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    qg_handle ids[LQ_GATHER];
+    qg_rect r[LQ_GATHER];
+    const int k = lq_gather(lq, n, lq_rect(&n), ids, r);
+    if (k >= 0) {
+        stats->elements_tested += (int64_t)k * (k - 1) / 2;
+        for (int i = 0; i < k; ++i) {
+            const qg_rect a = r[i];
+            for (int j = i + 1; j < k; ++j) {
+                if (qg_overlaps(a, r[j]) && !qg_report_pair(fn, user, ids[i], ids[j]))
+                    return false;
+            }
+        }
+        return true;
+    }
+    const qg_rect *boxes = lq->base.boxes;
+    for (int32_t a = lq_head(n); a >= 0; a = lq->elems[a].next) {
+        const qg_rect ra = boxes[a];
+        for (int32_t b = lq->elems[a].next; b >= 0; b = lq->elems[b].next) {
+            stats->elements_tested++;
+            if (qg_overlaps(ra, boxes[b]) && !qg_report_pair(fn, user, a, b))
+                return false;
+        }
+    }
+    return true;
+}
+
+/// Pairs between two different leaves. Only the elements of each that reach
+/// into the other's box can take part.
+static bool lq_pairs_cross(const loose_quadtree *lq, lq_node x, lq_node y, qg_pair_fn *fn, void *user,
+                           qg_query_stats *stats)
+{
+    qg_handle ids[LQ_GATHER];
+    qg_rect r[LQ_GATHER];
+    const int k = lq_gather(lq, y, lq_rect(&x), ids, r);
+    const qg_rect yr = lq_rect(&y);
+    for (int32_t a = lq_head(x); a >= 0; a = lq->elems[a].next) {
+        const qg_rect ra = lq->base.boxes[a];
+        if (!qg_overlaps(ra, yr))
+            continue;
+        if (k >= 0) {
+            stats->elements_tested += k;
+            for (int j = 0; j < k; ++j) {
+                if (qg_overlaps(ra, r[j]) && !qg_report_pair(fn, user, a, ids[j]))
+                    return false;
+            }
+        } else {
+            for (int32_t b = lq_head(y); b >= 0; b = lq->elems[b].next) {
+                stats->elements_tested++;
+                if (qg_overlaps(ra, lq->base.boxes[b]) && !qg_report_pair(fn, user, a, b))
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+static inline float lq_area(const lq_node *n)
+{
+    return (n->rect[2] - n->rect[0]) * (n->rect[3] - n->rect[1]);
+}
+
+static void loose_quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    const loose_quadtree *lq = (const loose_quadtree *)index;
+    const lq_node *nodes = lq->nodes;
+    lq_pair stack[LQ_PAIR_STACK];
+    int top = 0;
+    stack[top++] = (lq_pair){0, 0};
+    while (top > 0) {
+        const lq_pair p = stack[--top];
+        const lq_node a = nodes[p.a];
+        stats->nodes_visited++;
+        if (p.a == p.b) {
+            if (!lq_is_branch(a)) {
+                if (!lq_pairs_self(lq, a, fn, user, stats))
+                    return;
+                continue;
+            }
+            // Each child with itself, and each two children whose boxes meet.
+            const int32_t fc = lq_first_child(a);
+            for (int i = 3; i >= 0; --i) {
+                const qg_rect ri = lq_rect(&nodes[fc + i]);
+                for (int j = 3; j > i; --j) {
+                    if (qg_overlaps(ri, lq_rect(&nodes[fc + j])))
+                        stack[top++] = (lq_pair){fc + i, fc + j};
+                }
+                if (nodes[fc + i].children != 0)
+                    stack[top++] = (lq_pair){fc + i, fc + i};
+            }
+            continue;
+        }
+        const lq_node b = nodes[p.b];
+        if (!lq_is_branch(a) && !lq_is_branch(b)) {
+            if (a.children != 0 && b.children != 0 && !lq_pairs_cross(lq, a, b, fn, user, stats))
+                return;
+            continue;
+        }
+        // Split the branch with the larger box (or the only branch); its
+        // children that meet the other node's box pair with it.
+        const bool split_a = lq_is_branch(a) && (!lq_is_branch(b) || lq_area(&a) >= lq_area(&b));
+        const int32_t keep = split_a ? p.b : p.a;
+        const qg_rect kr = lq_rect(&nodes[keep]);
+        const int32_t fc = lq_first_child(split_a ? a : b);
+        for (int i = 3; i >= 0; --i) {
+            if (qg_overlaps(lq_rect(&nodes[fc + i]), kr))
+                stack[top++] = (lq_pair){fc + i, keep};
+        }
+    }
+}
+
+/// Calls visit for every node (branches too), depth first.
+typedef struct lq_cell {
+    int32_t node, x, y, depth;
+} lq_cell;
+
+static void lq_walk(const loose_quadtree *lq, void (*visit)(const loose_quadtree *, lq_cell, void *), void *ctx)
+{
+    lq_cell stack[LQ_STACK];
+    int top = 0;
+    stack[top++] = (lq_cell){0, 0, 0, 0};
+    while (top > 0) {
+        const lq_cell c = stack[--top];
+        visit(lq, c, ctx);
+        const lq_node n = lq->nodes[c.node];
+        if (lq_is_branch(n) && c.depth < LQ_BITS) {
+            const int32_t half = (LQ_SIDE >> c.depth) >> 1;
+            for (int i = 3; i >= 0; --i)
+                stack[top++] = (lq_cell){lq_first_child(n) + i, c.x + (i & 1) * half, c.y + (i >> 1) * half,
+                                         c.depth + 1};
+        }
+    }
+}
+
+static void lq_stats_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
+{
+    qg_stats *s = ctx;
+    s->nodes++;
+    s->leaves += !lq_is_branch(lq->nodes[c.node]);
+    if (c.depth > s->max_depth_reached)
+        s->max_depth_reached = c.depth;
+}
+
+static void loose_quadtree_stats(const qg_index *index, qg_stats *stats)
+{
+    lq_walk((const loose_quadtree *)index, lq_stats_visit, stats);
+}
+
+typedef struct lq_visit_ctx {
+    qg_visit_fn *fn;
+    void *user;
+} lq_visit_ctx;
+
+static void lq_user_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
+{
+    // The loose box is what a query tests, so that is what is drawn; an
+    // empty leaf has none and shows its cell instead.
+    const lq_visit_ctx *v = ctx;
+    const lq_node n = lq->nodes[c.node];
+    qg_rect r = lq_rect(&n);
+    if (!(r.min_x <= r.max_x)) {
+        const qg_rect b = lq->base.config.bounds;
+        const float s = (float)(LQ_SIDE >> c.depth);
+        const float ux = (b.max_x - b.min_x) / (float)LQ_SIDE, uy = (b.max_y - b.min_y) / (float)LQ_SIDE;
+        r = (qg_rect){b.min_x + (float)c.x * ux, b.min_y + (float)c.y * uy, b.min_x + ((float)c.x + s) * ux,
+                      b.min_y + ((float)c.y + s) * uy};
+    }
+    v->fn(r, c.depth, lq_is_branch(n) ? 0 : lq_leaf_count(lq, c.node), v->user);
+}
+
+static void loose_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    lq_visit_ctx v = {fn, user};
+    lq_walk((const loose_quadtree *)index, lq_user_visit, &v);
+}
+
+typedef struct lq_check {
+    bool ok;
+    int64_t branches, elements;
+} lq_check;
+
+static void lq_check_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
+{
+    lq_check *k = ctx;
+    const lq_node n = lq->nodes[c.node];
+    if (c.node >= lq->node_high || c.depth > lq->max_depth) {
+        k->ok = false;
+        return;
+    }
+    if (lq_is_branch(n)) {
+        k->branches++;
+        const int32_t fc = lq_first_child(n);
+        if (fc < 1 || fc + 4 > lq->node_high || (fc - 1) % 4 != 0 || c.depth >= lq->max_depth) {
+            k->ok = false;
+            return;
+        }
+        // A child's box lies in its parent's (or is empty).
+        for (int i = 0; i < 4; ++i) {
+            const qg_rect r = lq_rect(&lq->nodes[fc + i]);
+            if (r.min_x <= r.max_x && !lq_holds(&n, r))
+                k->ok = false;
+        }
+        return;
+    }
+    int64_t len = 0;
+    for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
+        if (h >= lq->base.box_high || !qg_slot_live(&lq->base, h) || ++len > lq->base.count) {
+            k->ok = false;
+            return;
+        }
+        const qg_rect r = lq->base.boxes[h];
+        const lq_point p = lq_centre(lq, r);
+        const int32_t size = LQ_SIDE >> c.depth;
+        if (lq->elems[h].leaf != c.node || lq->depths[h] != c.depth || !lq_holds(&n, r) || p.x < c.x ||
+            p.x >= c.x + size || p.y < c.y || p.y >= c.y + size)
+            k->ok = false;
+    }
+    k->elements += len;
+}
+
+static qg_status loose_quadtree_validate(const qg_index *index, size_t *bytes)
+{
+    const loose_quadtree *lq = (const loose_quadtree *)index;
+    if (lq->node_high < 1 || lq->node_high > lq->node_capacity || (lq->node_high - 1) % 4 != 0 ||
+        lq->elem_capacity < index->box_high || lq->depth_capacity < index->box_high)
+        return QG_ERR_INVALID;
+    lq_check k = {true, 0, 0};
+    lq_walk(lq, lq_check_visit, &k);
+    if (!k.ok || k.elements != index->count)
+        return QG_ERR_INVALID;
+    int32_t free_blocks = 0;
+    for (int32_t b = lq->free_block; b >= 0; b = lq->nodes[b].children) {
+        if (b < 1 || b + 4 > lq->node_high || (b - 1) % 4 != 0 || ++free_blocks > lq->free_blocks)
+            return QG_ERR_INVALID;
+    }
+    if (free_blocks != lq->free_blocks || 1 + 4 * k.branches + 4 * (int64_t)free_blocks != lq->node_high)
+        return QG_ERR_INVALID;
+    *bytes += (size_t)lq->node_capacity * sizeof(lq_node) + (size_t)lq->elem_capacity * sizeof(lq_elem) +
+              (size_t)lq->depth_capacity * sizeof(uint8_t);
+    return QG_OK;
+}
+
+const qg_kind_class qg_loose_quadtree_class = {
+    .kind = QG_LOOSE_QUADTREE,
+    .size = sizeof(loose_quadtree),
+    .configure = loose_quadtree_configure,
+    .init = loose_quadtree_init,
+    .destroy = loose_quadtree_destroy,
+    .insert = loose_quadtree_insert,
+    .remove = loose_quadtree_remove,
+    .move = loose_quadtree_move,
+    .cleanup = loose_quadtree_cleanup,
+    .clear = loose_quadtree_clear,
+    .query = loose_quadtree_query,
+    .pairs = loose_quadtree_pairs,
+    .stats = loose_quadtree_stats,
+    .visit = loose_quadtree_visit,
+    .validate = loose_quadtree_validate,
+};
