@@ -399,6 +399,10 @@ int main(int argc, char **argv)
     };
     char name[64];
     snprintf(name, sizeof name, "oom_%s", argv[1]);
+    /* QG_TEST_FILTER=test_tiny runs one case (cmocka's glob filter). */
+    const char *filter = getenv("QG_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
     if (failed)
         return 1;
