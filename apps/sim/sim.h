@@ -34,7 +34,7 @@ typedef struct sim_options {
     const char *png, *video, *hash_log, *screenshot;
     long screenshot_frame;
     int fps;
-    bool cells, json, quiet, view, progress;
+    bool cells, json, quiet, view, progress, workload_order;
     raster_colour colour;
 } sim_options;
 

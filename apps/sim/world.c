@@ -450,3 +450,44 @@ qg_status world_add_dragon(sim_world *w, float x, float y) {
     if (st == QG_OK && h > w->max_h) w->max_h = h;
     return st;
 }
+
+// Spreads the low 16 bits of v to the even bits.
+static uint32_t spread_bits(uint32_t v) {
+    v &= 0xffffu;
+    v = (v | (v << 8)) & 0x00ff00ffu;
+    v = (v | (v << 4)) & 0x0f0f0f0fu;
+    v = (v | (v << 2)) & 0x33333333u;
+    v = (v | (v << 1)) & 0x55555555u;
+    return v;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+bool world_sort_spatial(sim_world *w) {
+    int32_t n = w->n;
+    uint64_t *key = malloc((size_t)n * sizeof *key);
+    float *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!key || !tmp) {
+        free(key);
+        free(tmp);
+        return false;
+    }
+    // Z-order of 32-unit cells, agent number in the low bits to break ties.
+    float cell = w->size / 65535.0f > 32.0f ? w->size / 65535.0f : 32.0f;
+    for (int32_t i = 0; i < n; i++) {
+        uint32_t cx = (uint32_t)(w->x[i] / cell), cy = (uint32_t)(w->y[i] / cell);
+        key[i] = ((uint64_t)(spread_bits(cx) | spread_bits(cy) << 1) << 32) | (uint32_t)i;
+    }
+    qsort(key, (size_t)n, sizeof *key, cmp_u64);
+    float *fields[] = {w->x, w->y, w->vx, w->vy, w->h};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        for (int32_t k = 0; k < n; k++) tmp[k] = fields[f][(uint32_t)key[k]];
+        memcpy(fields[f], tmp, (size_t)n * sizeof *tmp);
+    }
+    free(key);
+    free(tmp);
+    return true;
+}

@@ -42,10 +42,16 @@ typedef struct sim_world {
 } sim_world;
 
 /// Fills the world with n agents following the `agents` workload (seed 12345
-/// gives exactly its frame 0), then applies the start layout and dragons.
+/// gives exactly its frame 0, in its order), then applies the start layout
+/// and dragons.
 /// Returns false when out of memory.
 bool world_init(sim_world *w, int32_t n, uint64_t seed, sim_start start, int32_t dragons);
 void world_free(sim_world *w);
+
+/// Renumbers the agents in Z-order of their positions, so that agents near
+/// each other in the world are near each other in memory. Call before the
+/// index is built. Returns false when out of memory.
+bool world_sort_spatial(sim_world *w);
 
 /// The fastest built kind for this scene, or QG_KIND_COUNT if none is built.
 qg_kind world_default_kind(bool mixed_sizes);

@@ -29,4 +29,5 @@ check() { # label, agents, frames, extra options
 check uniform 2000 200
 check dragons 1000 150 --dragons 3
 check spot 1000 150 --start spot
+check workload-order 1000 100 --workload-order
 echo "determinism ok"
