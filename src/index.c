@@ -12,7 +12,7 @@ static const qg_kind_class *const kind_classes[QG_KIND_COUNT] = {
     [QG_BUCKET_QUADTREE] = &qg_bucket_quadtree_class,
     /* [QG_GRID] = &qg_grid_class, */
     /* [QG_MULTI_GRID] = &qg_multi_grid_class, */
-    /* [QG_LOOSE_GRID] = &qg_loose_grid_class, */
+    [QG_LOOSE_GRID] = &qg_loose_grid_class,
     [QG_POINT_GRID] = &qg_point_grid_class,
     [QG_BRUTE_FORCE] = &qg_brute_force_class,
 };
