@@ -1,0 +1,260 @@
+/* QG_POINT_GRID's own invariants, through the public header: the size bound
+ * (QG_ERR_CAPACITY, nothing changes), the defaults of max_element_size,
+ * exact answers where the widened search meets float rounding (far from the
+ * origin, boxes exactly the bound, touching at a corner), memory per element
+ * after qg_cleanup gives the spare capacity back, stats and visit. */
+#include "test_util.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void skip_unavailable(void)
+{
+    if (!qg_kind_available(QG_POINT_GRID))
+        skip();
+}
+
+static qg_index *make(tu_alloc *a, qg_rect bounds, float bound, float cell)
+{
+    qg_config c = qg_default_config(QG_POINT_GRID);
+    c.bounds = bounds;
+    c.max_element_size = bound;
+    c.cell_size = cell;
+    c.allocator = tu_allocator(a);
+    qg_index *idx = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    return idx;
+}
+
+static bool count_query(qg_handle h, void *user)
+{
+    (void)h;
+    (*(long *)user)++;
+    return true;
+}
+
+static long query_count(const qg_index *idx, qg_rect area)
+{
+    long n = 0;
+    assert_int_equal(qg_query(idx, area, count_query, &n), QG_OK);
+    return n;
+}
+
+static bool count_pair(qg_handle a, qg_handle b, void *user)
+{
+    (void)a, (void)b;
+    (*(long *)user)++;
+    return true;
+}
+
+static long pair_count(const qg_index *idx)
+{
+    long n = 0;
+    assert_int_equal(qg_pairs(idx, count_pair, &n), QG_OK);
+    return n;
+}
+
+static void test_capacity(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, tu_rect(0, 0, 1000, 1000), 10, 0);
+    /* Exactly the bound is accepted, a float above it is not. */
+    qg_handle h = qg_insert(idx, tu_rect(100, 100, 110, 110));
+    assert_true(h >= 0);
+    assert_int_equal(qg_insert(idx, tu_rect(100, 100, nextafterf(110, 200), 105)), QG_ERR_CAPACITY);
+    assert_int_equal(qg_insert(idx, tu_rect(100, 100, 105, 111)), QG_ERR_CAPACITY);
+    assert_int_equal(qg_count(idx), 1);
+    size_t bytes = qg_get_stats(idx).memory_bytes;
+    assert_int_equal(qg_move(idx, h, tu_rect(0, 0, 50, 5)), QG_ERR_CAPACITY);
+    qg_rect r;
+    assert_int_equal(qg_get(idx, h, &r), QG_OK);
+    assert_true(tu_rect_same(r, tu_rect(100, 100, 110, 110)));
+    assert_int_equal(qg_get_stats(idx).memory_bytes, bytes);
+    assert_int_equal(query_count(idx, tu_rect(105, 105, 105, 105)), 1);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
+static void test_default_bound(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    /* From element_size: twice the typical width. */
+    qg_config c = qg_default_config(QG_POINT_GRID);
+    c.element_size = 4;
+    qg_index *idx = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_true(qg_insert(idx, tu_rect(0, 0, 8, 8)) >= 0);
+    assert_int_equal(qg_insert(idx, tu_rect(0, 0, 9, 1)), QG_ERR_CAPACITY);
+    qg_destroy(idx);
+    /* Neither: no bound, everything fits and answers stay exact. */
+    c = qg_default_config(QG_POINT_GRID);
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_true(qg_insert(idx, tu_rect(-1e30f, -1e30f, 1e30f, 1e30f)) >= 0);
+    assert_true(qg_insert(idx, tu_rect(5, 5, 6, 6)) >= 0);
+    assert_int_equal(query_count(idx, tu_rect(5.5f, 5.5f, 5.5f, 5.5f)), 2);
+    assert_int_equal(pair_count(idx), 1);
+    qg_destroy(idx);
+}
+
+/* Boxes exactly the bound wide, touching a query or each other at one
+ * coordinate, in a world far from the origin where the rounding of the
+ * widened search is coarse. Every answer is compared with a plain loop. */
+static void test_exact_at_rounding(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    const float ox = 3.0e6f, oy = -7.5e5f, bound = 0.75f;
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, tu_rect(ox, oy, ox + 200, oy + 200), bound, 0);
+    enum { N = 600 };
+    qg_rect boxes[N];
+    qg_handle hs[N];
+    tu_rng r;
+    tu_rng_seed(&r, 99);
+    for (int i = 0; i < N; i++) {
+        /* Snap to a coarse lattice so many boxes touch exactly. */
+        float x = ox + (float)tu_rng_below(&r, 800) * 0.25f - 50;
+        float y = oy + (float)tu_rng_below(&r, 800) * 0.25f - 50;
+        float w = tu_rng_chance(&r, 0.5) ? bound : 0.25f * (float)tu_rng_below(&r, 4);
+        boxes[i] = tu_rect(x, y, x + w, y + w);
+        if (boxes[i].max_x - boxes[i].min_x > bound || boxes[i].max_y - boxes[i].min_y > bound)
+            boxes[i] = tu_rect(x, y, x, y);
+        hs[i] = qg_insert(idx, boxes[i]);
+        assert_true(hs[i] >= 0);
+    }
+    assert_int_equal(qg_validate(idx), QG_OK);
+    for (int q = 0; q < 300; q++) {
+        qg_rect area = boxes[tu_rng_below(&r, N)];
+        if (q % 3 == 1)
+            area = tu_rect(area.max_x, area.max_y, area.max_x, area.max_y);
+        long want = 0;
+        for (int i = 0; i < N; i++)
+            want += tu_overlap(boxes[i], area);
+        assert_int_equal(query_count(idx, area), want);
+    }
+    long want = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            want += tu_overlap(boxes[i], boxes[j]);
+    assert_int_equal(pair_count(idx), want);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
+/* After the population is steady, qg_cleanup gives the spare capacity of
+ * the per-handle arrays back: 16 bytes of box and 6 of node per element,
+ * plus 4 per cell. */
+static void test_memory_per_element(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    const int n = 100000;
+    const float world = sqrtf((float)n) * 16;
+    qg_index *idx = make(&a, tu_rect(0, 0, world, world), 8, 0);
+    tu_rng r;
+    tu_rng_seed(&r, 5);
+    for (int i = 0; i < n; i++) {
+        float x = tu_rng_range(&r, 0, world - 8), y = tu_rng_range(&r, 0, world - 8);
+        assert_true(qg_insert(idx, tu_rect(x, y, x + 5, y + 5)) >= 0);
+    }
+    long before_allocs = a.grow_requests;
+    qg_cleanup(idx);
+    qg_cleanup(idx);
+    assert_int_equal(a.grow_requests, before_allocs); /* cleanup never allocates */
+    qg_stats s = qg_get_stats(idx);
+    assert_int_equal(s.memory_bytes, a.bytes);
+    assert_int_equal(s.nodes, s.leaves);
+    assert_int_equal(s.max_depth_reached, 0);
+    const double per = (double)s.memory_bytes / n;
+    const double cells = (double)s.nodes * 4 / n;
+    print_message("point_grid: %d elements, %d cells, %.2f bytes per element (%.2f of them cells)\n", n,
+                  s.nodes, per, cells);
+    assert_true(per <= 22.0 + cells + 0.5);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    /* Growing again after the shrink works. */
+    assert_true(qg_insert(idx, tu_rect(1, 1, 2, 2)) >= 0);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
+typedef struct visit_sum {
+    long cells, elements;
+} visit_sum;
+
+static void sum_visit(qg_rect cell, int depth, int32_t elements, void *user)
+{
+    visit_sum *v = user;
+    assert_int_equal(depth, 0);
+    assert_true(cell.min_x <= cell.max_x && cell.min_y <= cell.max_y);
+    v->cells++;
+    v->elements += elements;
+}
+
+static void test_visit_and_moves(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, tu_rect(-500, -500, 500, 500), 16, 40);
+    qg_handle hs[200];
+    qg_rect boxes[200];
+    tu_rng r;
+    tu_rng_seed(&r, 11);
+    for (int i = 0; i < 200; i++) {
+        float x = tu_rng_range(&r, -600, 600), y = tu_rng_range(&r, -600, 600);
+        boxes[i] = tu_rect(x, y, x + tu_rng_range(&r, 0, 16), y + tu_rng_range(&r, 0, 16));
+        hs[i] = qg_insert(idx, boxes[i]);
+    }
+    for (int step = 0; step < 2000; step++) {
+        int i = (int)tu_rng_below(&r, 200);
+        float dx = tu_rng_range(&r, -30, 30), dy = tu_rng_range(&r, -30, 30);
+        qg_rect b = tu_rect(boxes[i].min_x + dx, boxes[i].min_y + dy, boxes[i].max_x + dx, boxes[i].max_y + dy);
+        assert_int_equal(qg_move(idx, hs[i], b), QG_OK);
+        boxes[i] = b;
+        if (step % 97 == 0) {
+            assert_int_equal(qg_validate(idx), QG_OK);
+            long want = 0;
+            for (int p = 0; p < 200; p++)
+                for (int q = p + 1; q < 200; q++)
+                    want += tu_overlap(boxes[p], boxes[q]);
+            assert_int_equal(pair_count(idx), want);
+        }
+    }
+    visit_sum v = {0, 0};
+    qg_visit(idx, sum_visit, &v);
+    assert_int_equal(v.cells, qg_get_stats(idx).nodes);
+    assert_int_equal(v.elements, 200);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_capacity),
+        cmocka_unit_test(test_default_bound),
+        cmocka_unit_test(test_exact_at_rounding),
+        cmocka_unit_test(test_memory_per_element),
+        cmocka_unit_test(test_visit_and_moves),
+    };
+    if (!qg_kind_available(QG_POINT_GRID))
+        return 77;
+    return cmocka_run_group_tests_name("point_grid_invariants", tests, NULL, NULL) ? 1 : 0;
+}
