@@ -1,0 +1,113 @@
+// QG_GRID: the uniform grid of "Fundamentals" with row-based optimizations
+// (seed 003, parts 2 and 7). The structure and its operations live in
+// grid_rows.h, shared with QG_MULTI_GRID:
+//
+// - 4-byte cells: the int32 head of a singly-linked index list, -1 = empty.
+// - An element is stored once (the base's box array) and has an element node
+//   in every cell its box overlaps; big boxes simply take many nodes.
+// - Element nodes live in one free-listed array per row; a row without nodes
+//   gives its cells and nodes back at qg_cleanup (NULL row) and allocates them
+//   again on the next insert into it.
+// - Boxes outside the bounds clamp to the border cells.
+// - qg_move relinks only the cells in the old range and not the new one, and
+//   the reverse; a move within the same cell range only writes the box.
+// - Queries and pairs walk rows in order and report each element or pair in
+//   the one cell holding the top-left corner of the overlap: no visited set.
+#include "grid_rows.h"
+
+typedef struct grid {
+    qg_index base;
+    gr_grid g;
+} grid;
+
+static qg_status grid_configure(qg_config *config)
+{
+    return gr_configure(config);
+}
+
+static qg_status grid_init(qg_index *index)
+{
+    grid *gd = (grid *)index;
+    return gr_init(&gd->g, &index->alloc, &index->config);
+}
+
+static void grid_destroy(qg_index *index)
+{
+    grid *gd = (grid *)index;
+    gr_destroy(&gd->g, &index->alloc);
+}
+
+static qg_status grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    (void)txn; // the row arrays keep their own rollback record
+    return gr_insert(&((grid *)index)->g, NULL, index, h, box);
+}
+
+static void grid_remove(qg_index *index, qg_handle h)
+{
+    grid *gd = (grid *)index;
+    gr_unlink_box(&gd->g, NULL, gr_map_box(&gd->g, index->boxes[h]), h);
+}
+
+static qg_status grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    (void)txn;
+    return gr_move(&((grid *)index)->g, NULL, index, h, box);
+}
+
+static void grid_cleanup(qg_index *index)
+{
+    gr_cleanup(&((grid *)index)->g, &index->alloc);
+}
+
+static void grid_clear(qg_index *index)
+{
+    gr_clear(&((grid *)index)->g);
+}
+
+static void grid_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)
+{
+    gr_query(&((const grid *)index)->g, index, area, fn, user, stats);
+}
+
+static void grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    gr_pairs(&((const grid *)index)->g, index, fn, user, stats);
+}
+
+static void grid_stats(const qg_index *index, qg_stats *stats)
+{
+    const gr_grid *g = &((const grid *)index)->g;
+    stats->nodes = g->cols * g->nrows;
+    stats->leaves = stats->nodes;
+    stats->max_depth_reached = 0;
+}
+
+/// Reports the non-empty cells only (a 2000x2000 grid is mostly empty).
+static void grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    gr_visit_cells(&((const grid *)index)->g, 0, fn, user);
+}
+
+static qg_status grid_validate(const qg_index *index, size_t *bytes)
+{
+    return gr_validate(&((const grid *)index)->g, index, bytes) ? QG_OK : QG_ERR_INVALID;
+}
+
+const qg_kind_class qg_grid_class = {
+    .kind = QG_GRID,
+    .size = sizeof(grid),
+    .configure = grid_configure,
+    .init = grid_init,
+    .destroy = grid_destroy,
+    .insert = grid_insert,
+    .remove = grid_remove,
+    .move = grid_move,
+    .cleanup = grid_cleanup,
+    .clear = grid_clear,
+    .query = grid_query,
+    .pairs = grid_pairs,
+    .stats = grid_stats,
+    .visit = grid_visit,
+    .validate = grid_validate,
+};

@@ -1,0 +1,297 @@
+// QG_MULTI_GRID: a fine grid plus coarse occupancy levels (seed 003, part 2
+// "Edit: Fine/Coarse Grids"; part 7 "Uniform vs. Adaptive Grid",
+// "hierarchical bitset").
+//
+// - The finest grid stores the elements exactly as QG_GRID does (grid_rows.h:
+//   4-byte cells, row-based free-listed node arrays, NULL empty rows).
+// - Above it, coarse levels store no elements, only which of their cells are
+//   occupied, as a hierarchical bitset: a level-1 word covers 8x8 fine cells
+//   (one bit each), a level-2 word covers 8x8 level-1 words (one bit per
+//   non-zero word), and so on up to one word. "Only the finest grid stores the
+//   element"; the coarse levels record occupied cells of the finer ones. The
+//   bits change only when a fine cell turns empty or occupied, and stop
+//   propagating at the first word that does not change between zero and
+//   non-zero, so they are exact after every insert, move, remove and clear.
+// - A query starts at the coarsest level and descends only into occupied
+//   cells: one AND of a word with the query's footprint in its 8x8 block
+//   discards every empty child at once, and the set bits are walked with
+//   count-trailing-zeros. A large query over a sparse world looks at far fewer
+//   cells than QG_GRID.
+#include "grid_rows.h"
+
+typedef struct multi_grid {
+    qg_index base;
+    gr_grid g;
+    gr_bits bits;
+} multi_grid;
+
+static inline int mg_ctz(uint64_t v)
+{
+#if defined(__GNUC__)
+    return __builtin_ctzll(v);
+#else
+    int n = 0;
+    while (!(v & 1)) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+static inline int mg_popcount(uint64_t v)
+{
+#if defined(__GNUC__)
+    return __builtin_popcountll(v);
+#else
+    int n = 0;
+    for (; v; v &= v - 1)
+        n++;
+    return n;
+#endif
+}
+
+static size_t mg_level_bytes(const gr_level *lv)
+{
+    return (size_t)lv->cols * (size_t)lv->rows * sizeof(uint64_t);
+}
+
+static qg_status multi_grid_configure(qg_config *config)
+{
+    return gr_configure(config);
+}
+
+static void multi_grid_destroy(qg_index *index)
+{
+    multi_grid *mg = (multi_grid *)index;
+    for (int l = 0; l < mg->bits.count; ++l) {
+        qg_mem_free(&index->alloc, mg->bits.level[l].words, mg_level_bytes(&mg->bits.level[l]));
+        mg->bits.level[l].words = NULL;
+    }
+    mg->bits.count = 0;
+    gr_destroy(&mg->g, &index->alloc);
+}
+
+static qg_status multi_grid_init(qg_index *index)
+{
+    multi_grid *mg = (multi_grid *)index;
+    qg_status s = gr_init(&mg->g, &index->alloc, &index->config);
+    if (s != QG_OK)
+        return s;
+    // Levels of 8x8 blocks until one word covers the grid.
+    int32_t c = mg->g.cols, r = mg->g.nrows;
+    do {
+        c = (c + 7) / 8;
+        r = (r + 7) / 8;
+        gr_level *lv = &mg->bits.level[mg->bits.count];
+        lv->cols = c;
+        lv->rows = r;
+        lv->words = qg_mem_alloc(&index->alloc, mg_level_bytes(lv));
+        if (lv->words == NULL) {
+            multi_grid_destroy(index);
+            return QG_ERR_NOMEM;
+        }
+        memset(lv->words, 0, mg_level_bytes(lv));
+        mg->bits.count++;
+    } while ((c > 1 || r > 1) && mg->bits.count < GR_MAX_LEVELS);
+    return QG_OK;
+}
+
+static qg_status multi_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    (void)txn;
+    multi_grid *mg = (multi_grid *)index;
+    return gr_insert(&mg->g, &mg->bits, index, h, box);
+}
+
+static void multi_grid_remove(qg_index *index, qg_handle h)
+{
+    multi_grid *mg = (multi_grid *)index;
+    gr_unlink_box(&mg->g, &mg->bits, gr_map_box(&mg->g, index->boxes[h]), h);
+}
+
+static qg_status multi_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    (void)txn;
+    multi_grid *mg = (multi_grid *)index;
+    return gr_move(&mg->g, &mg->bits, index, h, box);
+}
+
+static void multi_grid_cleanup(qg_index *index)
+{
+    gr_cleanup(&((multi_grid *)index)->g, &index->alloc);
+}
+
+static void multi_grid_clear(qg_index *index)
+{
+    multi_grid *mg = (multi_grid *)index;
+    gr_clear(&mg->g);
+    for (int l = 0; l < mg->bits.count; ++l)
+        memset(mg->bits.level[l].words, 0, mg_level_bytes(&mg->bits.level[l]));
+}
+
+/// What a query carries down the levels.
+typedef struct mg_query {
+    const multi_grid *mg;
+    const qg_rect *boxes;
+    qg_rect area;
+    gr_ibox qb; ///< the area's fine-cell range
+    qg_query_fn *fn;
+    void *user;
+    qg_query_stats *stats;
+} mg_query;
+
+/// The bits of an 8x8 block whose cells lie in [x0, x1] x [y0, y1] (block
+/// coordinates 0..7).
+static inline uint64_t mg_footprint(int32_t x0, int32_t y0, int32_t x1, int32_t y1)
+{
+    const uint64_t cols = ((1u << (x1 - x0 + 1)) - 1u) << x0;
+    const uint64_t rows = (~(uint64_t)0 >> (64 - 8 * (y1 - y0 + 1))) << (8 * y0);
+    return (cols * 0x0101010101010101ull) & rows;
+}
+
+/// Looks at word (wx, wy) of level l (1 = the level over the fine cells) and
+/// descends into its occupied children inside the area. False when the
+/// callback asked to stop.
+static bool mg_descend(const mg_query *q, int l, int32_t wx, int32_t wy)
+{
+    const gr_level *lv = &q->mg->bits.level[l - 1];
+    q->stats->nodes_visited++;
+    const uint64_t word = lv->words[(size_t)wy * (size_t)lv->cols + (size_t)wx];
+    if (word == 0)
+        return true;
+    // The area's range in the children's coordinates, clipped to this block.
+    const int shift = 3 * (l - 1);
+    const int32_t bx = wx * 8, by = wy * 8;
+    int32_t x0 = (q->qb.x0 >> shift) - bx, x1 = (q->qb.x1 >> shift) - bx;
+    int32_t y0 = (q->qb.y0 >> shift) - by, y1 = (q->qb.y1 >> shift) - by;
+    x0 = x0 < 0 ? 0 : x0;
+    y0 = y0 < 0 ? 0 : y0;
+    x1 = x1 > 7 ? 7 : x1;
+    y1 = y1 > 7 ? 7 : y1;
+    for (uint64_t m = word & mg_footprint(x0, y0, x1, y1); m != 0; m &= m - 1) {
+        const int b = mg_ctz(m);
+        const int32_t cx = bx + (b & 7), cy = by + (b >> 3);
+        if (l == 1) {
+            q->stats->nodes_visited++;
+            const gr_row *r = &q->mg->g.rows[cy];
+            if (!gr_query_cell(&q->mg->g, r, cx, cy, q->qb, q->boxes, q->area, q->fn, q->user, q->stats))
+                return false;
+        } else if (!mg_descend(q, l - 1, cx, cy)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void multi_grid_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                             qg_query_stats *stats)
+{
+    const multi_grid *mg = (const multi_grid *)index;
+    const mg_query q = {mg, index->boxes, area, gr_map_box(&mg->g, area), fn, user, stats};
+    const int top = mg->bits.count;
+    const int shift = 3 * top;
+    for (int32_t wy = q.qb.y0 >> shift; wy <= q.qb.y1 >> shift; ++wy) {
+        for (int32_t wx = q.qb.x0 >> shift; wx <= q.qb.x1 >> shift; ++wx) {
+            if (!mg_descend(&q, top, wx, wy))
+                return;
+        }
+    }
+}
+
+static void multi_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    gr_pairs(&((const multi_grid *)index)->g, index, fn, user, stats);
+}
+
+static void multi_grid_stats(const qg_index *index, qg_stats *stats)
+{
+    const multi_grid *mg = (const multi_grid *)index;
+    int64_t cells = (int64_t)mg->g.cols * mg->g.nrows;
+    stats->leaves = (int32_t)cells;
+    for (int l = 0; l < mg->bits.count; ++l)
+        cells += (int64_t)mg->bits.level[l].cols * mg->bits.level[l].rows;
+    stats->nodes = (int32_t)cells;
+    stats->max_depth_reached = mg->bits.count;
+}
+
+/// Occupied coarse cells first, coarsest at depth 0, with the number of
+/// occupied children as `elements`; then the non-empty fine cells at depth
+/// `levels` with their element counts.
+static void multi_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    const multi_grid *mg = (const multi_grid *)index;
+    for (int l = mg->bits.count; l >= 1; --l) {
+        const gr_level *lv = &mg->bits.level[l - 1];
+        const int32_t span = (int32_t)1 << (3 * l);
+        for (int32_t y = 0; y < lv->rows; ++y) {
+            for (int32_t x = 0; x < lv->cols; ++x) {
+                const uint64_t w = lv->words[(size_t)y * (size_t)lv->cols + (size_t)x];
+                if (w != 0)
+                    fn(gr_cell_rect(&mg->g, x * span, y * span, span), mg->bits.count - l, mg_popcount(w), user);
+            }
+        }
+    }
+    gr_visit_cells(&mg->g, mg->bits.count, fn, user);
+}
+
+/// True when cell (x, y) of level l (0 = fine cells) is occupied.
+static bool mg_occupied(const multi_grid *mg, int l, int32_t x, int32_t y)
+{
+    if (l == 0) {
+        const gr_row *r = &mg->g.rows[y];
+        return r->cells != NULL && r->cells[x] >= 0;
+    }
+    const gr_level *lv = &mg->bits.level[l - 1];
+    return lv->words[(size_t)y * (size_t)lv->cols + (size_t)x] != 0;
+}
+
+static qg_status multi_grid_validate(const qg_index *index, size_t *bytes)
+{
+    const multi_grid *mg = (const multi_grid *)index;
+    if (!gr_validate(&mg->g, index, bytes) || mg->bits.count < 1 || mg->bits.count > GR_MAX_LEVELS)
+        return QG_ERR_INVALID;
+    // Every bit of every level says exactly whether its cell below is
+    // occupied; bits past the edge of the level below are zero.
+    int32_t below_cols = mg->g.cols, below_rows = mg->g.nrows;
+    for (int l = 1; l <= mg->bits.count; ++l) {
+        const gr_level *lv = &mg->bits.level[l - 1];
+        if (lv->words == NULL || lv->cols != (below_cols + 7) / 8 || lv->rows != (below_rows + 7) / 8)
+            return QG_ERR_INVALID;
+        for (int32_t wy = 0; wy < lv->rows; ++wy) {
+            for (int32_t wx = 0; wx < lv->cols; ++wx) {
+                const uint64_t w = lv->words[(size_t)wy * (size_t)lv->cols + (size_t)wx];
+                for (int b = 0; b < 64; ++b) {
+                    const int32_t x = wx * 8 + (b & 7), y = wy * 8 + (b >> 3);
+                    const bool want = x < below_cols && y < below_rows && mg_occupied(mg, l - 1, x, y);
+                    if (((w >> b) & 1) != (uint64_t)want)
+                        return QG_ERR_INVALID;
+                }
+            }
+        }
+        *bytes += mg_level_bytes(lv);
+        below_cols = lv->cols;
+        below_rows = lv->rows;
+    }
+    if ((below_cols != 1 || below_rows != 1) && mg->bits.count < GR_MAX_LEVELS)
+        return QG_ERR_INVALID;
+    return QG_OK;
+}
+
+const qg_kind_class qg_multi_grid_class = {
+    .kind = QG_MULTI_GRID,
+    .size = sizeof(multi_grid),
+    .configure = multi_grid_configure,
+    .init = multi_grid_init,
+    .destroy = multi_grid_destroy,
+    .insert = multi_grid_insert,
+    .remove = multi_grid_remove,
+    .move = multi_grid_move,
+    .cleanup = multi_grid_cleanup,
+    .clear = multi_grid_clear,
+    .query = multi_grid_query,
+    .pairs = multi_grid_pairs,
+    .stats = multi_grid_stats,
+    .visit = multi_grid_visit,
+    .validate = multi_grid_validate,
+};
