@@ -180,7 +180,9 @@ static void world_open(world *w, const cfg_spec *cs, dist d, uint64_t seed)
     w->cx[1] = b.min_x + W / 4, w->cy[1] = b.min_y + 3 * H / 4;
     w->cx[2] = b.min_x, w->cy[2] = b.min_y;
     w->cx[3] = tu_rng_range(&w->rng, b.min_x, b.max_x), w->cy[3] = tu_rng_range(&w->rng, b.min_y, b.max_y);
-    float cw = W / 64;
+    /* Small and across the centre lines: a few leaves hold all of them, so
+     * pairs must not report a pair once per shared leaf. */
+    float cw = W / 2048;
     w->coincident = tu_rect(w->cx[0] - cw, w->cy[0] - cw / 3, w->cx[0] + cw / 2, w->cy[0] + cw);
     w->validate_every = 1;
 }
@@ -977,7 +979,7 @@ static void test_tiny(void **state)
 static void test_huge(void **state)
 {
     (void)state;
-    run_dist(D_HUGE, 1500, 150, 6);
+    run_dist(D_HUGE, 1200, 100, 6);
 }
 
 static void test_points(void **state)
@@ -1047,7 +1049,7 @@ static void test_coincident(void **state)
         check_query(&w, w.coincident, false);
         check_query(&w, tu_rect(w.coincident.min_x, w.coincident.min_y, w.coincident.min_x,
                                 w.coincident.min_y), true);
-        if (ci < 2)
+        if (ci == 0)
             check_pairs(&w); /* 50 million pairs: count and hash */
         w.validate_every = 50;
         /* Churn among the stack: moves out and back, removes, queries. */

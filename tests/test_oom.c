@@ -79,8 +79,10 @@ static void make_script(script *s, int scale)
         float spread = tu_rng_chance(&r, 0.7) ? 20 : 500;
         float x = cx + tu_rng_range(&r, -spread, spread), y = cy + tu_rng_range(&r, -spread, spread);
         float w = tu_rng_chance(&r, 0.1) ? 0 : tu_rng_range(&r, 0, 8);
-        if (tu_rng_chance(&r, 0.04))
-            w = 3000; /* wider than the world */
+        /* Huge moves, and huge inserts once handles are free for reuse,
+         * need many new entries at once: growth in the middle of the call. */
+        if (tu_rng_chance(&r, (k >= 45 && k < 75) || phase >= 2 ? 0.15 : 0.04))
+            w = 3000; /* wider than the world: in every leaf */
         qg_rect box = tu_rect(x, y, x + w, y + w);
 
         bool inserting = phase == 0 || phase == 4 ? k < 75 : k < 25;
@@ -126,6 +128,7 @@ typedef struct model {
 
 typedef struct run {
     const char *mode;
+    int config;
     long k;
     int step;
     const char *op;
@@ -138,8 +141,8 @@ static void rfail(const run *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    print_error("FAILED kind=%s mode=%s fail_at=%ld step=%d op=%s: %s\n", qg_kind_name(g_kind),
-                r->mode, r->k, r->step, r->op, msg);
+    print_error("FAILED kind=%s mode=%s config=%d fail_at=%ld step=%d op=%s: %s\n",
+                qg_kind_name(g_kind), r->mode, r->config, r->k, r->step, r->op, msg);
     fail();
 }
 
@@ -225,27 +228,49 @@ static void apply_model(model *m, const op *o, qg_handle inserted)
     }
 }
 
-static qg_config oom_config(tu_alloc *a)
+/* Config 0: the defaults. Config 1: tiny leaves, a deep tree, small grid
+ * cells and bounds off the origin, so far more nodes and cells get made. */
+#define N_OOM_CONFIGS 2
+
+static qg_config oom_config(tu_alloc *a, int which)
 {
     qg_config c = qg_default_config(g_kind);
     c.allocator = tu_allocator(a);
+    if (which == 1) {
+        c.bounds = tu_rect(-24, 40, 1000, 1064);
+        c.leaf_capacity = 1;
+        c.max_depth = 10;
+        c.element_size = 4;
+        c.cell_size = 6;
+    }
     if (g_kind == QG_POINT_GRID)
         c.max_element_size = 4096;
     return c;
 }
 
+/* The handle each insert of the script got in a run with no failures. A
+ * failed call leaves the index exactly as it was, free list included, so
+ * every later insert must get the same handle as in that run. */
+static qg_handle g_ref_handle[MAX_OPS];
+static bool g_have_ref;
+
+/* How many calls answered QG_ERR_NOMEM, by operation: printed, so a script
+ * that never makes a move or a clear fail shows it. */
+static long g_nomem_by_op[8];
+
 /* One run of the script with the k-th grow request failing. Returns the
  * number of failures injected (0: the script never reached request k). */
-static long run_script(const script *s, long k, tu_fail_mode mode, const char *mode_name)
+static long run_script(const script *s, int config, long k, tu_fail_mode mode, const char *mode_name)
 {
-    run r = {mode_name, k, -1, "create"};
+    run r = {mode_name, config, k, -1, "create"};
     tu_alloc a;
     tu_alloc_init(&a);
     a.fail_at = k;
     a.mode = mode;
-    qg_config cfg = oom_config(&a);
+    qg_config cfg = oom_config(&a, config);
 
     qg_index *idx = (qg_index *)&a;
+    a.failing = mode == TU_FAIL_EACH_CALL;
     qg_status st = qg_create(&cfg, &idx);
     tu_alloc_end_call(&a);
     if (st == QG_ERR_NOMEM) {
@@ -275,12 +300,14 @@ static long run_script(const script *s, long k, tu_fail_mode mode, const char *m
             tu_snapshot_take(idx, probe, &before);
         long injected = a.injected;
         qg_handle inserted = -1;
+        a.failing = mode == TU_FAIL_EACH_CALL && o->kind != OP_CLEANUP && o->kind != OP_CLEAR;
         st = call_op(idx, o, m, &inserted);
         tu_alloc_end_call(&a);
         bool failed_here = a.injected != injected;
         check_mem(&r, idx, &a);
 
         if (st == QG_ERR_NOMEM) {
+            g_nomem_by_op[o->kind]++;
             if (!failed_here)
                 rfail(&r, "QG_ERR_NOMEM with no failure injected in this call");
             if (qg_validate(idx) != QG_OK)
@@ -302,6 +329,14 @@ static long run_script(const script *s, long k, tu_fail_mode mode, const char *m
         }
         if (st != QG_OK)
             rfail(&r, "status %s", qg_status_name(st));
+        if (o->kind == OP_INSERT) {
+            if (!g_have_ref)
+                g_ref_handle[i] = inserted;
+            else if (inserted != g_ref_handle[i])
+                rfail(&r, "insert gave handle %d, but %d in the run without failures: an "
+                          "earlier failed call changed the free list",
+                      inserted, g_ref_handle[i]);
+        }
         apply_model(m, o, inserted);
         if (qg_validate(idx) != QG_OK)
             rfail(&r, "qg_validate failed");
@@ -327,20 +362,36 @@ static void skip_unavailable(void)
         skip();
 }
 
+static void print_tally(const char *what)
+{
+    fprintf(stderr, "oom %s %s: QG_ERR_NOMEM answers:", qg_kind_name(g_kind), what);
+    for (int i = 0; i < 8; i++)
+        if (g_nomem_by_op[i])
+            fprintf(stderr, " %s %ld", OP_NAMES[i], g_nomem_by_op[i]);
+    fprintf(stderr, "\n");
+    memset(g_nomem_by_op, 0, sizeof g_nomem_by_op);
+}
+
 static void every_k(tu_fail_mode mode, const char *name)
 {
     skip_unavailable();
     script *s = malloc(sizeof *s);
     assert_non_null(s);
     make_script(s, (int)(tu_scale() >= 2 ? 2 : 1));
-    long k;
-    for (k = 1; k < 1000000; k++)
-        if (run_script(s, k, mode, name) == 0)
-            break;
-    fprintf(stderr, "oom %s %s: %d ops, %ld grow requests, every one failed once\n",
-            qg_kind_name(g_kind), name, s->n, k - 1);
-    /* A script that never allocates proves nothing. */
-    assert_true(k > 3);
+    for (int c = 0; c < N_OOM_CONFIGS; c++) {
+        g_have_ref = false;
+        assert_int_equal(run_script(s, c, 0, mode, "reference"), 0);
+        g_have_ref = true;
+        long k;
+        for (k = 1; k < 1000000; k++)
+            if (run_script(s, c, k, mode, name) == 0)
+                break;
+        fprintf(stderr, "oom %s %s config %d: %d ops, %ld grow requests, each failed in turn\n",
+                qg_kind_name(g_kind), name, c, s->n, k - 1);
+        /* A script that never allocates proves nothing. */
+        assert_true(k > 3);
+    }
+    print_tally(name);
     free(s);
 }
 
@@ -358,6 +409,113 @@ static void test_fail_sticky(void **state)
     every_k(TU_FAIL_STICKY, "sticky");
 }
 
+/* One run in which every call first runs with all its grow requests
+ * failing, then again without: each call that allocates at all is checked,
+ * wherever the script's growth points fall. */
+static void test_fail_each_call(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    script *s = malloc(sizeof *s);
+    assert_non_null(s);
+    make_script(s, (int)(tu_scale() >= 2 ? 2 : 1));
+    for (int c = 0; c < N_OOM_CONFIGS; c++) {
+        g_have_ref = false;
+        assert_int_equal(run_script(s, c, 0, TU_FAIL_ONCE, "reference"), 0);
+        g_have_ref = true;
+        assert_true(run_script(s, c, 0, TU_FAIL_EACH_CALL, "each_call") > 0);
+    }
+    print_tally("each_call");
+    free(s);
+}
+
+/* Inserts and moves that need many new entries at once (boxes wider than
+ * the world) while freed handles wait for reuse, each first with all its
+ * grow requests failing. After the failure the free list must be intact:
+ * the retried insert gets one of the freed handles. */
+static void test_reuse_after_failure(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    for (int c = 0; c < N_OOM_CONFIGS; c++) {
+        run r = {"reuse_after_failure", c, 0, -1, "setup"};
+        tu_alloc a;
+        tu_alloc_init(&a);
+        a.mode = TU_FAIL_EACH_CALL;
+        qg_config cfg = oom_config(&a, c);
+        qg_index *idx = NULL;
+        assert_int_equal(qg_create(&cfg, &idx), QG_OK);
+        enum { N = 300 };
+        qg_handle h[N];
+        bool live[N];
+        tu_rng rng;
+        tu_rng_seed(&rng, 31337);
+        for (int i = 0; i < N; i++) {
+            float x = tu_rng_range(&rng, 0, 1000), y = tu_rng_range(&rng, 40, 1040);
+            h[i] = qg_insert(idx, tu_rect(x, y, x + 2, y + 2));
+            assert_true(h[i] >= 0);
+            live[i] = true;
+        }
+        long nomem = 0;
+        tu_snapshot before = {0}, after = {0};
+        char msg[256];
+        for (int step = 0; step < 60; step++) {
+            r.step = step;
+            /* Keep a few handles free. */
+            for (int j = 0; j < 3; j++) {
+                int i = (int)tu_rng_below(&rng, N);
+                if (live[i]) {
+                    assert_int_equal(qg_remove(idx, h[i]), QG_OK);
+                    live[i] = false;
+                }
+            }
+            float x = tu_rng_range(&rng, -100, 100);
+            qg_rect huge = tu_rect(x - 1500, -1500, x + 2500, 2500); /* wider than the world */
+            bool do_move = step % 3 == 2;
+            int target = -1;
+            for (int i = 0; i < N && do_move; i++)
+                if (live[i])
+                    target = i;
+            do_move = target >= 0;
+            r.op = do_move ? "move" : "insert";
+            tu_snapshot_take(idx, N + 8, &before);
+            a.failing = true;
+            qg_handle got = do_move ? (qg_handle)qg_move(idx, h[target], huge) : qg_insert(idx, huge);
+            a.failing = false;
+            check_mem(&r, idx, &a);
+            if (got == QG_ERR_NOMEM) {
+                nomem++;
+                if (qg_validate(idx) != QG_OK)
+                    rfail(&r, "qg_validate failed after QG_ERR_NOMEM");
+                tu_snapshot_take(idx, N + 8, &after);
+                if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
+                    rfail(&r, "QG_ERR_NOMEM, but the index changed: %s", msg);
+                got = do_move ? (qg_handle)qg_move(idx, h[target], huge) : qg_insert(idx, huge);
+            }
+            if (got < 0)
+                rfail(&r, "status %s", qg_status_name((qg_status)got));
+            if (!do_move) {
+                int slot = -1;
+                for (int i = 0; i < N; i++)
+                    if (!live[i] && h[i] == got)
+                        slot = i;
+                if (slot < 0)
+                    rfail(&r, "insert gave handle %d, not one of the freed handles", got);
+                live[slot] = true;
+            }
+            if (qg_validate(idx) != QG_OK)
+                rfail(&r, "qg_validate failed");
+            check_mem(&r, idx, &a);
+        }
+        fprintf(stderr, "oom %s reuse_after_failure config %d: %ld calls answered QG_ERR_NOMEM\n",
+                qg_kind_name(g_kind), c, nomem);
+        tu_snapshot_free(&before);
+        tu_snapshot_free(&after);
+        qg_destroy(idx);
+        assert_int_equal(a.bytes, 0);
+    }
+}
+
 /* A create that fails at any point returns QG_ERR_NOMEM, sets *out to NULL
  * and holds nothing, for a few configs (tiny and large initial sizes). */
 static void test_create_fails(void **state)
@@ -370,7 +528,7 @@ static void test_create_fails(void **state)
             tu_alloc a;
             tu_alloc_init(&a);
             a.fail_at = k;
-            qg_config c = oom_config(&a);
+            qg_config c = oom_config(&a, 0);
             c.bounds = bounds[b];
             qg_index *idx = (qg_index *)&a;
             qg_status st = qg_create(&c, &idx);
@@ -396,6 +554,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_create_fails),
         cmocka_unit_test(test_fail_once),
         cmocka_unit_test(test_fail_sticky),
+        cmocka_unit_test(test_fail_each_call),
+        cmocka_unit_test(test_reuse_after_failure),
     };
     char name[64];
     snprintf(name, sizeof name, "oom_%s", argv[1]);

@@ -18,6 +18,9 @@ typedef enum tu_fail_mode {
     /* Fail the fail_at-th grow request and every later one until the test
      * calls tu_alloc_end_call: recovery code that allocates fails too. */
     TU_FAIL_STICKY,
+    /* The test sets `failing` before each call itself: every grow request of
+     * that call fails (fail_at is not used). */
+    TU_FAIL_EACH_CALL,
 } tu_fail_mode;
 
 typedef struct tu_alloc {
