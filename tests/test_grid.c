@@ -274,7 +274,7 @@ static void test_defaults(void **state)
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_int_equal(qg_get_stats(idx).nodes, 128 * 128);
     qg_destroy(idx);
-    c.element_size = 16.0f / 6.0f; /* cells of about 16 */
+    c.element_size = 8; /* cells of 16 */
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_int_equal(qg_get_stats(idx).nodes, 64 * 64);
     qg_destroy(idx);
