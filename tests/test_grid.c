@@ -274,7 +274,7 @@ static void test_defaults(void **state)
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_int_equal(qg_get_stats(idx).nodes, 128 * 128);
     qg_destroy(idx);
-    c.element_size = 8; /* cells of 16 */
+    c.element_size = 16.0f / 6.0f; /* cells of about 16 */
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_int_equal(qg_get_stats(idx).nodes, 64 * 64);
     qg_destroy(idx);
@@ -282,6 +282,13 @@ static void test_defaults(void **state)
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_true(qg_get_stats(idx).nodes <= (1 << 24));
     assert_true(qg_insert(idx, tu_rect(0, 0, 1024, 0)) >= 0);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+    c.bounds = tu_rect(-1e38f, -1e38f, 1e38f, 1e38f); /* the widest finite world */
+    c.element_size = 1e-3f;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_true(qg_get_stats(idx).nodes <= (1 << 24));
+    assert_true(qg_insert(idx, tu_rect(-3e38f, 0, 3e38f, 0)) >= 0);
     assert_int_equal(qg_validate(idx), QG_OK);
     qg_destroy(idx);
 }
