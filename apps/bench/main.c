@@ -480,16 +480,21 @@ static int run_queries(const options *o, const bench_peer *p) {
     progress prog = progress_start();
     hit_sum total = {0, 0, 0};
     uint64_t query_ns = 0;
+    int64_t cells_visited = 0, boxes_tested = 0; /* summed over queries */
     for (int32_t q = 0; q < o->queries; q++) {
         /* Every sparse query is the same window, numbered 0 for the checksum,
          * so hits and checksum describe one query. */
         hit_sum h = {sparse ? 0 : q, 0, 0};
         uint64_t q0 = qgw_now_ns();
-        if (!p->vt->query(impl, queries[q], sum_hit, &h)) {
+        qg_query_stats qs = {0, 0};
+        if (!(p->vt->query_stats ? p->vt->query_stats(impl, queries[q], sum_hit, &h, &qs)
+                                 : p->vt->query(impl, queries[q], sum_hit, &h))) {
             rc = impl_failed(p, impl, "query");
             goto out;
         }
         query_ns += qgw_now_ns() - q0;
+        cells_visited += qs.nodes_visited;
+        boxes_tested += qs.elements_tested;
         if (o->verify) {
             hit_sum want = {h.query, 0, 0};
             qgw_sweep_query(&ref, queries[q], sum_hit, &want);
@@ -526,6 +531,9 @@ static int run_queries(const options *o, const bench_peer *p) {
         FI("index_bytes", index_bytes),
         FS("index_bytes_how", bytes_how_name(p, &mem)),
         FI("peak_rss_bytes", rss),
+        /* Per query, from qg_query_with_stats; -1 for peers, which cannot say. */
+        FI("cells_visited", p->vt->query_stats && o->queries > 0 ? cells_visited / o->queries : -1),
+        FI("boxes_tested", p->vt->query_stats && o->queries > 0 ? boxes_tested / o->queries : -1),
     };
     emit(o, fs, (int)(sizeof fs / sizeof fs[0]));
     record_answer(p->name, total.hits, total.checksum);

@@ -55,6 +55,9 @@ typedef struct bench_vtable {
     void (*destroy)(bench_impl *self);
     /// A short description of the last failure, or NULL.
     const char *(*error)(bench_impl *self);
+    /// Optional (NULL for peers): query plus what the search did
+    /// (qg_query_with_stats), so `sparse` can report cells visited.
+    bool (*query_stats)(bench_impl *self, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats);
 } bench_vtable;
 
 /// One entry of the list `--kind all` runs.

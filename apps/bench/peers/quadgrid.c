@@ -134,6 +134,17 @@ static const char *qgb_error(bench_impl *s) {
     return s->err;
 }
 
+static bool qgb_query_stats(bench_impl *s, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats) {
+    qg_status st;
+    if (!s->agent_of) {
+        st = qg_query_with_stats(s->index, area, fn, user, stats);
+    } else {
+        map_ctx m = {s->agent_of, NULL, fn, user};
+        st = qg_query_with_stats(s->index, area, map_query, &m, stats);
+    }
+    return st == QG_OK || fail(s, "qg_query", st);
+}
+
 const bench_vtable bench_quadgrid_vtable = {
-    qgb_create, qgb_build, qgb_update, qgb_pairs, qgb_query, qgb_bytes, qgb_destroy, qgb_error,
+    qgb_create, qgb_build, qgb_update, qgb_pairs, qgb_query, qgb_bytes, qgb_destroy, qgb_error, qgb_query_stats,
 };
