@@ -27,13 +27,23 @@
 //   likewise: no visited set.
 // - Query: tight cells overlapping the area -> loose cells whose box
 //   overlaps (each once) -> their elements, tested exactly.
-// - Pairs: each loose cell against itself and against the loose cells with
-//   a larger index whose boxes overlap its box; an element is tested
-//   against a neighbouring loose cell's box before its elements. Each pair
-//   is found from the lower-indexed of the two loose cells holding it.
-// - Memory after start-up is fixed: 20 bytes per loose cell, 4 per tight
-//   cell, 20 per element handle (next and the fattened box), and 8 per link;
-//   the link count changes only when a loose box crosses a tight-cell line.
+// - Pairs: "each element against the loose cells near it": the loose cells
+//   after its own whose boxes overlap its box, found through the tight
+//   cells its box covers, then their elements. Each pair is found from the
+//   lower-indexed of the two loose cells holding it, so once.
+// - qg_cleanup also writes the elements out in loose-cell order with their
+//   boxes (the snapshot, 20 bytes per element). Until the next change,
+//   qg_pairs streams it: a cell's elements and its neighbours' are
+//   contiguous, and the later loose cells of the tight cell most of a
+//   cell's elements fall in are gathered once per cell. After a change
+//   without cleanup, qg_pairs walks the lists instead (same answers).
+// - After start-up memory stays put: 20 bytes per loose cell, 4 per tight
+//   cell (+4 per loose cell for the snapshot's starts), per element 16 for
+//   the base's box, 4 for `next`, 16 for the fattened box and 20 for the
+//   snapshot, and 8 per link; the link count changes only when a loose box
+//   crosses a tight-cell line. Once the population is steady, qg_cleanup
+//   gives back the spare capacity the 1.5x growth of the per-element arrays
+//   left (shrinking never fails).
 #include "index_internal.h"
 #include "pool.h"
 
@@ -92,6 +102,7 @@ typedef struct loose_grid {
     int32_t *snap_start; ///< per loose cell: first item; [nl] ends the last
     int32_t snap_start_capacity;
     bool snap_fresh;
+    int32_t steady_high; ///< box_high seen by the last qg_cleanup
     int32_t lcols, lrows, tcols, trows;
     float ox, oy;
     float lsx, lsy; ///< loose cells per world unit
@@ -138,6 +149,28 @@ static inline lg_range lg_range_of(const loose_grid *g, float l, float t, float 
 #else
     return (lg_range){lg_map(l, g->ox, g->tsx, g->tcols - 1), lg_map(t, g->oy, g->tsy, g->trows - 1),
                       lg_map(r, g->ox, g->tsx, g->tcols - 1), lg_map(b, g->oy, g->tsy, g->trows - 1)};
+#endif
+}
+
+/// The loose cells of two boxes at once (a move maps its old and new box):
+/// lg_loose_of on both with one SSE mapping.
+static inline void lg_loose_pair(const loose_grid *g, qg_rect a, qg_rect b, int32_t *ia, int32_t *ib)
+{
+#if defined(__SSE2__)
+    const __m128 half = _mm_set1_ps(0.5f);
+    const __m128 c = _mm_add_ps(_mm_mul_ps(_mm_setr_ps(a.min_x, a.min_y, b.min_x, b.min_y), half),
+                                _mm_mul_ps(_mm_setr_ps(a.max_x, a.max_y, b.max_x, b.max_y), half));
+    __m128 f = _mm_mul_ps(_mm_sub_ps(c, _mm_setr_ps(g->ox, g->oy, g->ox, g->oy)),
+                          _mm_setr_ps(g->lsx, g->lsy, g->lsx, g->lsy));
+    const float lx = (float)(g->lcols - 1), ly = (float)(g->lrows - 1);
+    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_setr_ps(lx, ly, lx, ly));
+    int32_t out[4];
+    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    *ia = out[1] * g->lcols + out[0];
+    *ib = out[3] * g->lcols + out[2];
+#else
+    *ia = lg_loose_of(g, a);
+    *ib = lg_loose_of(g, b);
 #endif
 }
 
@@ -265,7 +298,8 @@ static qg_status loose_grid_init(qg_index *index)
     g->lsy = (float)((double)g->lrows / ey);
     g->tsx = (float)((double)g->tcols / ex);
     g->tsy = (float)((double)g->trows / ey);
-    g->margin = c->cell_size * 0.5f;
+    g->margin = c->cell_size * 0.25f;
+    g->steady_high = -1;
     if (!isfinite(g->margin))
         g->margin = 0.0f;
     qg_enode_pool_reset(&g->links);
@@ -325,7 +359,8 @@ static void loose_grid_remove(qg_index *index, qg_handle h)
 static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     loose_grid *g = (loose_grid *)index;
-    const int32_t oi = lg_loose_of(g, index->boxes[h]), ni = lg_loose_of(g, box);
+    int32_t oi, ni;
+    lg_loose_pair(g, index->boxes[h], box, &oi, &ni);
     g->snap_fresh = false;
     if (oi == ni && lg_inside(box, g->fat[h])) {
         // Still inside its margin: the loose box already holds it, and
@@ -416,6 +451,35 @@ static void lg_relink(loose_grid *g)
     g->links.free_head = -1;
 }
 
+/// Gives back the spare capacity of an array (shrinking never fails).
+static void lg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem, int32_t keep)
+{
+    if (keep < 16)
+        keep = 16; // the smallest block qg_txn_reserve makes
+    if (*capacity <= keep + keep / 64)
+        return;
+    *data = qg_mem_resize(alloc, *data, (size_t)*capacity * elem, (size_t)keep * elem);
+    *capacity = keep;
+}
+
+/// Once no handle was issued since the last cleanup (a steady population),
+/// the arrays indexed by handle shrink to the handles in use, the base's
+/// boxes included: after start-up, memory is what the elements need, not
+/// what the last growth step left. Waiting for a steady call keeps a
+/// growing population from shrinking and regrowing every frame.
+static void lg_trim_steady(loose_grid *g)
+{
+    qg_index *index = &g->base;
+    const int32_t high = index->box_high;
+    if (high > 0 && high == g->steady_high) {
+        lg_trim(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high);
+        lg_trim(&index->alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t), high);
+        lg_trim(&index->alloc, (void **)&g->fat, &g->fat_capacity, sizeof(qg_rect), high);
+        lg_trim(&index->alloc, (void **)&g->snap, &g->snap_capacity, sizeof(lg_item), index->count);
+    }
+    g->steady_high = high;
+}
+
 static void loose_grid_cleanup(qg_index *index)
 {
     loose_grid *g = (loose_grid *)index;
@@ -445,6 +509,7 @@ static void loose_grid_cleanup(qg_index *index)
     g->snap_start[nl] = k;
     g->snap_fresh = true;
     lg_relink(g);
+    lg_trim_steady(g);
 }
 
 static void loose_grid_clear(qg_index *index)
@@ -558,6 +623,87 @@ static bool lg_pairs_of(const loose_grid *g, int32_t ia, qg_handle a, qg_rect ab
     return true;
 }
 
+/// A loose cell near the one being paired: its index and box.
+typedef struct lg_near {
+    int32_t ib;
+    float l, t, r, b;
+} lg_near;
+
+/// Loose cells gathered per tight cell in lg_pairs_cell_fresh.
+#define LG_NEAR 64
+
+/// The pairs of loose cell ia from the snapshot: within the cell, then each
+/// element against the later loose cells near it. Most elements of a cell
+/// cover one and the same tight cell: its later, non-empty loose cells are
+/// gathered once with their boxes into a short array on the C stack, and
+/// those elements scan it instead of the tight list. Elements covering
+/// several tight cells (their loose cells need the first-common-cell rule)
+/// take lg_pairs_of.
+static bool lg_pairs_cell_fresh(const loose_grid *g, int32_t ia, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    const lg_item *it = g->snap;
+    const int32_t k0 = g->snap_start[ia], k1 = g->snap_start[ia + 1];
+    lg_near near[LG_NEAR];
+    int32_t nn = -1, t0 = -1; // t0 < 0: not gathered yet; nn < 0: too many
+    int64_t tested = 0, visited = 1;
+    bool go = true;
+    for (int32_t i = k0; i < k1 && go; ++i) {
+        const qg_rect ab = it[i].box;
+        const qg_handle a = it[i].h;
+        for (int32_t j = i + 1; j < k1; ++j) {
+            tested++;
+            if (qg_overlaps(ab, it[j].box) && !qg_report_pair(fn, user, a, it[j].h)) {
+                go = false;
+                break;
+            }
+        }
+        if (!go)
+            break;
+        const lg_range ra = lg_range_of(g, ab.min_x, ab.min_y, ab.max_x, ab.max_y);
+        const int32_t t = ra.y0 * g->tcols + ra.x0;
+        if (ra.x0 != ra.x1 || ra.y0 != ra.y1 || (t0 >= 0 && (t != t0 || nn < 0))) {
+            go = lg_pairs_of(g, ia, a, ab, fn, user, stats);
+            continue;
+        }
+        if (t0 < 0) {
+            t0 = t;
+            nn = 0;
+            for (int32_t e = g->tight[t]; e >= 0; e = g->links.data[e].next) {
+                const int32_t ib = g->links.data[e].element;
+                if (ib <= ia || g->snap_start[ib] == g->snap_start[ib + 1])
+                    continue;
+                if (nn == LG_NEAR) {
+                    nn = -1;
+                    break;
+                }
+                const lg_loose *cb = &g->loose[ib];
+                near[nn++] = (lg_near){ib, cb->l, cb->t, cb->r, cb->b};
+            }
+            if (nn < 0) {
+                go = lg_pairs_of(g, ia, a, ab, fn, user, stats);
+                continue;
+            }
+        }
+        for (int32_t m = 0; m < nn && go; ++m) {
+            const lg_near *nb = &near[m];
+            if (!((nb->l <= ab.max_x) & (ab.min_x <= nb->r) & (nb->t <= ab.max_y) & (ab.min_y <= nb->b)))
+                continue;
+            visited++;
+            const int32_t q1 = g->snap_start[nb->ib + 1];
+            tested += q1 - g->snap_start[nb->ib];
+            for (int32_t q = g->snap_start[nb->ib]; q < q1; ++q) {
+                if (qg_overlaps(ab, it[q].box) && !qg_report_pair(fn, user, a, it[q].h)) {
+                    go = false;
+                    break;
+                }
+            }
+        }
+    }
+    stats->nodes_visited += visited;
+    stats->elements_tested += tested;
+    return go;
+}
+
 static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     const loose_grid *g = (const loose_grid *)index;
@@ -565,21 +711,9 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     const int32_t nl = g->lcols * g->lrows;
     if (g->snap_fresh) {
         // Right after qg_cleanup: everything streams from the snapshot.
-        const lg_item *it = g->snap;
         for (int32_t ia = 0; ia < nl; ++ia) {
-            const int32_t k0 = g->snap_start[ia], k1 = g->snap_start[ia + 1];
-            if (k0 == k1)
-                continue;
-            stats->nodes_visited++;
-            for (int32_t i = k0; i < k1; ++i) {
-                for (int32_t j = i + 1; j < k1; ++j) {
-                    stats->elements_tested++;
-                    if (qg_overlaps(it[i].box, it[j].box) && !qg_report_pair(fn, user, it[i].h, it[j].h))
-                        return;
-                }
-                if (!lg_pairs_of(g, ia, it[i].h, it[i].box, fn, user, stats))
-                    return;
-            }
+            if (g->snap_start[ia] != g->snap_start[ia + 1] && !lg_pairs_cell_fresh(g, ia, fn, user, stats))
+                return;
         }
         return;
     }
