@@ -26,6 +26,10 @@
 #include "index_internal.h"
 #include "pool.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /// Resolution limits: at most this many cells per axis and in all. A finer
 /// cell_size is raised to fit (config.cell_size then reports the one used).
 #define GR_MAX_SIDE 16384
@@ -45,6 +49,7 @@
 typedef struct gr_ibox {
     int32_t x0, y0, x1, y1; ///< inclusive cell range
 } gr_ibox;
+_Static_assert(sizeof(gr_ibox) == 16, "gr_ibox is stored and compared as one SSE register");
 
 /// One row: its cells and its own free-listed array of element nodes.
 typedef struct gr_row {
@@ -77,6 +82,9 @@ typedef struct gr_grid {
     float ox, oy; ///< bounds min corner
     float inv;    ///< cells per world unit
     float cell;   ///< cell size in world units
+    /// cols - 1, nrows - 1, cols - 1, nrows - 1: the clamps (a plain array:
+    /// a user allocator need not align the struct to 16 bytes).
+    float limit[4];
 } gr_grid;
 
 /// Cell index of coordinate v: floor((v - origin) * inv) clamped to
@@ -91,15 +99,34 @@ static inline int32_t gr_map(float v, float origin, float inv, int32_t n)
     return (int32_t)f;
 }
 
+/// gr_map on the four coordinates of a box. With SSE the four are mapped at
+/// once without branches (this runs twice for every move): max with 0 and
+/// min with n - 1 are the same clamps, and truncation of the clamped value
+/// is the same floor, so both paths give the same cells.
 static inline gr_ibox gr_map_box(const gr_grid *g, qg_rect r)
 {
+#if defined(__SSE2__)
+    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
+                                     _mm_setr_ps(g->ox, g->oy, g->ox, g->oy)),
+                          _mm_set1_ps(g->inv));
+    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_loadu_ps(g->limit));
+    gr_ibox out;
+    _mm_storeu_si128((__m128i *)&out, _mm_cvttps_epi32(f));
+    return out;
+#else
     return (gr_ibox){gr_map(r.min_x, g->ox, g->inv, g->cols), gr_map(r.min_y, g->oy, g->inv, g->nrows),
                      gr_map(r.max_x, g->ox, g->inv, g->cols), gr_map(r.max_y, g->oy, g->inv, g->nrows)};
+#endif
 }
 
 static inline bool gr_ibox_equal(gr_ibox a, gr_ibox b)
 {
+#if defined(__SSE2__)
+    const __m128i x = _mm_loadu_si128((const __m128i *)&a), y = _mm_loadu_si128((const __m128i *)&b);
+    return _mm_movemask_epi8(_mm_cmpeq_epi32(x, y)) == 0xffff;
+#else
     return ((a.x0 == b.x0) & (a.x1 == b.x1)) & ((a.y0 == b.y0) & (a.y1 == b.y1));
+#endif
 }
 
 static inline int64_t gr_ibox_cells(gr_ibox b)
@@ -158,6 +185,8 @@ static inline qg_status gr_init(gr_grid *g, qg_alloc *alloc, const qg_config *c)
     double cols = ceil((double)w / c->cell_size), rows = ceil((double)h / c->cell_size);
     g->cols = cols < 1 ? 1 : (int32_t)cols;
     g->nrows = rows < 1 ? 1 : (int32_t)rows;
+    g->limit[0] = g->limit[2] = (float)(g->cols - 1);
+    g->limit[1] = g->limit[3] = (float)(g->nrows - 1);
     g->rows = qg_mem_alloc(alloc, (size_t)g->nrows * sizeof(gr_row));
     if (g->rows == NULL)
         return QG_ERR_NOMEM;
