@@ -49,7 +49,7 @@ static const cfg_spec CONFIGS[] = {
     {"leaf2_depth14", {0, 0, 1024, 1024}, 0, 14, 2, 0},
     {"wide_offset", {-3000, 250, 5192, 762}, 8, 0, 0, 0},
     {"tall_negative", {-100.5f, -7000, -60.25f, -1000}, 0, 0, 4, 0},
-    {"unit_world", {0, 0, 1, 1}, 0.01f, 0, 0, 0.003f},
+    {"unit_world", {0, 0, 1, 1}, 0.01f, 0, 0, 0.008f},
     {"big_cells", {0, 0, 1024, 1024}, 32, 6, 16, 100},
 };
 #define N_CONFIGS ((int)(sizeof CONFIGS / sizeof *CONFIGS))
@@ -979,7 +979,7 @@ static void test_tiny(void **state)
 static void test_huge(void **state)
 {
     (void)state;
-    run_dist(D_HUGE, 1200, 100, 6);
+    run_dist(D_HUGE, 1000, 40, 6);
 }
 
 static void test_points(void **state)
@@ -1006,7 +1006,7 @@ static void test_mixed(void **state)
             world_open(&w, &cs, D_MIXED, seed_for(D_MIXED, c, run));
             /* Larger populations, so validate every few steps only. */
             w.validate_every = run ? 7 : 1;
-            run_sequence(&w, tu_scaled(run ? 6000 : 3000), run ? 1200 : 300);
+            run_sequence(&w, tu_scaled(run ? 4000 : 3000), run ? 500 : 300);
             report_run(&w, start);
             world_close(&w);
         }
