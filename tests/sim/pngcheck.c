@@ -51,6 +51,9 @@ int main(int argc, char **argv) {
     for (int s = 0; s < SLOTS; s++)
         if (count[s] > most) most = count[s];
     double fg = 100.0 * (double)(n - most) / (double)n;
+    free(px);
+    free(key);
+    free(count);
     printf("%s: %ux%u, %d colours, %.1f%% foreground\n", argv[1], img.width, img.height, distinct, fg);
     if (distinct < min_colours || fg < min_fg) {
         fprintf(stderr, "%s: looks blank (need >= %d colours and >= %.1f%% foreground)\n", argv[1],
