@@ -10,8 +10,11 @@ cd "$(dirname "$0")/.."
 
 # The tests (cmocka, pkg-config for the install test) and the apps, which
 # build as part of the default configuration.
+# xvfb, xdotool and imagemagick let the window test (sim_view) run headless
+# instead of skipping.
 scripts/deps.sh build-essential cmake pkg-config libcmocka-dev \
-    libpng-dev libsdl2-dev libchipmunk-dev libbox2d-dev ffmpeg
+    libpng-dev libsdl2-dev libchipmunk-dev libbox2d-dev ffmpeg \
+    xvfb xdotool imagemagick
 
 build=${BUILD_DIR:-build}
 jobs=$(nproc 2> /dev/null || echo 2)
