@@ -4,22 +4,39 @@
 //   inserted once, into the loose cell holding its centre, and the loose
 //   cell's box grows to contain it ("each element only needs to be inserted
 //   once into the grid based on which cell its center position lands
-//   inside"). The elements of a loose cell are a singly-linked index list
-//   through a per-handle `next` array: the node of an element is its handle.
+//   inside"). The elements of a loose cell are a singly-linked index list of
+//   item nodes {handle, box} (`items`, with the links in `next`).
 // - Tight cells are the coarse grid: each is the head of a singly-linked
 //   index list of links {next, loose cell} (the shared element-node pool),
 //   naming every loose cell whose box overlaps it. When a loose box grows
 //   it is linked into the tight cells it newly covers; boxes only grow
 //   between cleanups, so a move or insert never unlinks.
-// - qg_cleanup shrinks every loose box to fit its elements (an empty cell's
-//   box collapses to the empty box) and rebuilds the tight cells' lists to
-//   match, in place and in tight-cell order (lg_relink). Ranges only shrink
-//   there, so it needs no more links than it holds: it never allocates.
-// - Each element keeps a fattened copy of its box (its box plus a quarter
-//   cell on every side), and the loose box holds the fattened boxes. A move
-//   that stays inside its fattened box and its loose cell touches only the
-//   element's own data; this is what keeps a frame of moves from missing
-//   the cache on a loose cell per element.
+// - qg_cleanup is the only place boxes shrink. It re-bins every element
+//   into the loose cell of its centre, writes the item nodes out in
+//   loose-cell order with their current boxes (each cell's list becomes a
+//   contiguous run), sets every loose box to its elements' boxes plus a
+//   margin, and rebuilds the tight cells' lists to match (lg_relink). The
+//   re-bin is an in-place counting sort (American flag): the order of the
+//   last cleanup is nearly right, so the permutation only shuffles items
+//   over short distances. It uses `next` and `count` as scratch and needs no
+//   more links than it holds: it never allocates.
+// - Why this layout: the moves come in handle order, which has nothing to do
+//   with space. Whatever is indexed by handle is streamed by the moves;
+//   whatever is in cell order is streamed by cleanup and the pair loop.
+//   Cleanup reads each element's box once, at a handle it knows ahead from
+//   the item it streams (so every read is prefetched, none is a chain of
+//   dependent loads), and everything else it touches is sequential.
+// - The margin makes a frame's move touch only the element's own box and
+//   its 4-byte `cell` word: after a cleanup every loose box holds its
+//   elements' boxes plus the margin, so the first move of an element after
+//   a cleanup that stays within the margin of its box needs nothing else.
+//   The `cell` word holds the loose cell whose list has the element and, in
+//   its top bits, the cleanup epoch of the element's last change; a second
+//   move in the same epoch (or a longer one) checks the loose box itself,
+//   grows it, or relinks the element to the cell of its new centre (its
+//   item moves to a free slot after the packed, cell-ordered part; the old
+//   slot stays a hole until cleanup). Between cleanups an element may thus
+//   sit in a cell its centre has left, always inside that cell's box.
 // - Invariant: loose cell i is linked in tight cell t exactly when t is in
 //   the tight range of i's box (both mapped with the same monotonic,
 //   clamped function). So a query reports a loose cell only in the first
@@ -30,20 +47,17 @@
 // - Pairs: "each element against the loose cells near it": the loose cells
 //   after its own whose boxes overlap its box, found through the tight
 //   cells its box covers, then their elements. Each pair is found from the
-//   lower-indexed of the two loose cells holding it, so once.
-// - qg_cleanup also writes the elements out in loose-cell order with their
-//   boxes (the snapshot, 20 bytes per element). Until the next change,
-//   qg_pairs streams it: a cell's elements and its neighbours' are
-//   contiguous, and the later loose cells of the tight cell most of a
-//   cell's elements fall in are gathered once per cell. After a change
-//   without cleanup, qg_pairs walks the lists instead (same answers).
-// - After start-up memory stays put: 20 bytes per loose cell, 4 per tight
-//   cell (+4 per loose cell for the snapshot's starts), per element 16 for
-//   the base's box, 4 for `next`, 16 for the fattened box and 20 for the
-//   snapshot, and 8 per link; the link count changes only when a loose box
-//   crosses a tight-cell line. Once the population is steady, qg_cleanup
-//   gives back the spare capacity the 1.5x growth of the per-element arrays
-//   left (shrinking never fails).
+//   lower-indexed of the two loose cells holding it, so once. Right after
+//   cleanup (no change since) the items stream in cell order with their
+//   boxes, and the later loose cells of the tight cell most of a cell's
+//   elements fall in are gathered once per cell; otherwise the lists are
+//   walked with the base's boxes (same answers).
+// - Memory: 20 bytes per loose cell plus 8 (`start`, `count`), 4 per tight
+//   cell, 8 per link (the link count changes only when a loose box crosses
+//   a tight-cell line), and per element 16 for the base's box, 4 for
+//   `cell`, 20 for its item and 4 for `next`. Once the population is
+//   steady, qg_cleanup gives back the spare capacity the 1.5x growth of the
+//   per-element arrays left (shrinking never fails).
 #include "index_internal.h"
 #include "pool.h"
 
@@ -56,11 +70,15 @@
 #else
 #define LG_PREFETCH(p) ((void)(p))
 #endif
-/// Prefetch distance, in loose cells, of each stage of lg_prefetch_ahead.
-#define LG_STAGE 32
+/// How far ahead, in items, cleanup prefetches the boxes it will read.
+#define LG_AHEAD 24
 
-/// At most this many loose cells (20 MiB of them).
+/// At most this many loose cells (20 MiB of them); a cell index fits in
+/// LG_CELL_BITS, the rest of a `cell` word is the epoch.
 #define LG_MAX_CELLS (1 << 20)
+#define LG_CELL_BITS 20
+#define LG_CELL_MASK ((UINT32_C(1) << LG_CELL_BITS) - 1)
+#define LG_EPOCHS (UINT32_C(1) << (32 - LG_CELL_BITS))
 #define LG_MAX_SIDE 4096
 /// Tight cells are this many loose cells wide.
 #define LG_TIGHT_RATIO 2
@@ -68,8 +86,10 @@
 /// bigger cells are walked in place.
 #define LG_GATHER 64
 
+_Static_assert(LG_MAX_CELLS <= (1 << LG_CELL_BITS), "a cell index fits its bits");
+
 typedef struct lg_loose {
-    int32_t head;       ///< first element (a handle), -1 if none
+    int32_t head;       ///< first item of its list, -1 if none
     float l, t, r, b;   ///< loose box; the empty box is (+inf, +inf, -inf, -inf)
 } lg_loose;
 _Static_assert(sizeof(lg_loose) == 20, "a loose cell is 20 bytes");
@@ -78,10 +98,12 @@ typedef struct lg_range {
     int32_t x0, y0, x1, y1; ///< inclusive tight-cell range; empty when x0 > x1
 } lg_range;
 
+/// An element's node in its loose cell's list; h < 0 marks a free slot.
 typedef struct lg_item {
     qg_handle h;
-    qg_rect box;
+    qg_rect box; ///< its box at the last cleanup or relink
 } lg_item;
+_Static_assert(sizeof(lg_item) == 20, "an item is 20 bytes");
 
 typedef struct loose_grid {
     qg_index base;
@@ -90,19 +112,27 @@ typedef struct loose_grid {
     int32_t *tight; ///< per tight cell: first link, -1 if none
     int32_t tight_capacity;
     qg_enode_pool links; ///< element = loose cell index
-    int32_t *next;       ///< per handle: next element of its loose cell
+    /// Per loose cell: first item of its run in the packed part; [nl] ends
+    /// the packed part.
+    int32_t *start;
+    int32_t start_capacity;
+    int32_t *count; ///< per loose cell: all zero outside qg_cleanup
+    int32_t count_capacity;
+    uint32_t *cell; ///< per handle: loose cell of its list | epoch << LG_CELL_BITS
+    int32_t cell_capacity;
+    lg_item *items; ///< the list nodes
+    int32_t items_capacity;
+    int32_t *next; ///< per item: next item of its list, or next free slot
     int32_t next_capacity;
-    qg_rect *fat;        ///< per handle: its box plus margin, inside its loose box
-    int32_t fat_capacity;
-    float margin;
-    /// The elements in loose-cell order with their boxes, written by
-    /// qg_cleanup; valid while snap_fresh (no change since).
-    lg_item *snap;
-    int32_t snap_capacity;
-    int32_t *snap_start; ///< per loose cell: first item; [nl] ends the last
-    int32_t snap_start_capacity;
-    bool snap_fresh;
+    int32_t item_high; ///< slots ever used since cleanup: [0, item_high)
+    /// Items [0, packed) are in cell order as of the last cleanup: a live
+    /// one there is in the list of the cell whose run holds it.
+    int32_t packed;
+    int32_t free_item; ///< first free slot at or after packed, -1 if none
+    uint32_t epoch;    ///< cleanups so far, modulo LG_EPOCHS
+    bool fresh;        ///< no change since the last cleanup
     int32_t steady_high; ///< box_high seen by the last qg_cleanup
+    float margin;
     int32_t lcols, lrows, tcols, trows;
     float ox, oy;
     float lsx, lsy; ///< loose cells per world unit
@@ -152,28 +182,6 @@ static inline lg_range lg_range_of(const loose_grid *g, float l, float t, float 
 #endif
 }
 
-/// The loose cells of two boxes at once (a move maps its old and new box):
-/// lg_loose_of on both with one SSE mapping.
-static inline void lg_loose_pair(const loose_grid *g, qg_rect a, qg_rect b, int32_t *ia, int32_t *ib)
-{
-#if defined(__SSE2__)
-    const __m128 half = _mm_set1_ps(0.5f);
-    const __m128 c = _mm_add_ps(_mm_mul_ps(_mm_setr_ps(a.min_x, a.min_y, b.min_x, b.min_y), half),
-                                _mm_mul_ps(_mm_setr_ps(a.max_x, a.max_y, b.max_x, b.max_y), half));
-    __m128 f = _mm_mul_ps(_mm_sub_ps(c, _mm_setr_ps(g->ox, g->oy, g->ox, g->oy)),
-                          _mm_setr_ps(g->lsx, g->lsy, g->lsx, g->lsy));
-    const float lx = (float)(g->lcols - 1), ly = (float)(g->lrows - 1);
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_setr_ps(lx, ly, lx, ly));
-    int32_t out[4];
-    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
-    *ia = out[1] * g->lcols + out[0];
-    *ib = out[3] * g->lcols + out[2];
-#else
-    *ia = lg_loose_of(g, a);
-    *ib = lg_loose_of(g, b);
-#endif
-}
-
 static inline lg_range lg_cell_range(const loose_grid *g, const lg_loose *c)
 {
     return lg_range_of(g, c->l, c->t, c->r, c->b);
@@ -192,6 +200,28 @@ static inline bool lg_range_has(lg_range r, int32_t x, int32_t y)
 static inline bool lg_box_overlaps(const lg_loose *c, qg_rect a)
 {
     return (c->l <= a.max_x) & (a.min_x <= c->r) & (c->t <= a.max_y) & (a.min_y <= c->b);
+}
+
+/// The box plus the margin on every side. Rounding only widens it.
+static inline qg_rect lg_fatten(const loose_grid *g, qg_rect b)
+{
+    const float m = g->margin;
+    return (qg_rect){b.min_x - m, b.min_y - m, b.max_x + m, b.max_y + m};
+}
+
+static inline bool lg_inside(qg_rect in, qg_rect out)
+{
+    return (out.min_x <= in.min_x) & (out.min_y <= in.min_y) & (in.max_x <= out.max_x) & (in.max_y <= out.max_y);
+}
+
+static inline bool lg_inside_loose(qg_rect in, const lg_loose *c)
+{
+    return (c->l <= in.min_x) & (c->t <= in.min_y) & (in.max_x <= c->r) & (in.max_y <= c->b);
+}
+
+static inline uint32_t lg_cell_word(const loose_grid *g, int32_t i)
+{
+    return (uint32_t)i | g->epoch << LG_CELL_BITS;
 }
 
 /// Links loose cell i into the tight cells of `grown` that are not in `had`
@@ -214,7 +244,7 @@ static void lg_link_new(loose_grid *g, int32_t i, lg_range had, lg_range grown)
 static qg_status lg_grow(loose_grid *g, qg_txn *txn, int32_t i, qg_rect box)
 {
     lg_loose *c = &g->loose[i];
-    if (c->l <= box.min_x && c->t <= box.min_y && c->r >= box.max_x && c->b >= box.max_y)
+    if (lg_inside_loose(box, c))
         return QG_OK;
     const float l = c->l < box.min_x ? c->l : box.min_x, t = c->t < box.min_y ? c->t : box.min_y;
     const float r = c->r > box.max_x ? c->r : box.max_x, b = c->b > box.max_y ? c->b : box.max_y;
@@ -229,28 +259,56 @@ static qg_status lg_grow(loose_grid *g, qg_txn *txn, int32_t i, qg_rect box)
     return QG_OK;
 }
 
-static void lg_unlink_element(loose_grid *g, int32_t i, qg_handle h)
+/// Makes sure lg_take_item will not allocate.
+static bool lg_reserve_item(loose_grid *g, qg_txn *txn)
+{
+    if (g->free_item >= 0)
+        return true;
+    const int64_t need = (int64_t)g->item_high + 1;
+    return qg_txn_reserve(txn, (void **)&g->items, &g->items_capacity, sizeof(lg_item), need) &&
+           qg_txn_reserve(txn, (void **)&g->next, &g->next_capacity, sizeof(int32_t), need);
+}
+
+/// A slot for a new node: a freed one after the packed part, or a new one.
+static int32_t lg_take_item(loose_grid *g)
+{
+    int32_t k = g->free_item;
+    if (k >= 0)
+        g->free_item = g->next[k];
+    else
+        k = g->item_high++;
+    return k;
+}
+
+/// Puts element h with box `box` at the head of loose cell i's list.
+static void lg_push(loose_grid *g, int32_t i, qg_handle h, qg_rect box)
+{
+    const int32_t k = lg_take_item(g);
+    g->items[k] = (lg_item){h, box};
+    g->next[k] = g->loose[i].head;
+    g->loose[i].head = k;
+    g->cell[h] = lg_cell_word(g, i);
+}
+
+/// Takes element h out of loose cell i's list. A slot of the packed part
+/// stays a hole until cleanup (the runs there must keep their cells); one
+/// after it is reused.
+static void lg_unlink(loose_grid *g, int32_t i, qg_handle h)
 {
     int32_t *link = &g->loose[i].head;
     while (*link >= 0) {
-        if (*link == h) {
-            *link = g->next[h];
+        const int32_t k = *link;
+        if (g->items[k].h == h) {
+            *link = g->next[k];
+            g->items[k].h = -1;
+            if (k >= g->packed) {
+                g->next[k] = g->free_item;
+                g->free_item = k;
+            }
             return;
         }
-        link = &g->next[*link];
+        link = &g->next[k];
     }
-}
-
-/// The box plus the margin on every side. Rounding only widens it.
-static inline qg_rect lg_fatten(const loose_grid *g, qg_rect b)
-{
-    const float m = g->margin;
-    return (qg_rect){b.min_x - m, b.min_y - m, b.max_x + m, b.max_y + m};
-}
-
-static inline bool lg_inside(qg_rect in, qg_rect out)
-{
-    return (out.min_x <= in.min_x) & (out.min_y <= in.min_y) & (in.max_x <= out.max_x) & (in.max_y <= out.max_y);
 }
 
 static int32_t lg_side(float extent, float cell)
@@ -300,6 +358,7 @@ static qg_status loose_grid_init(qg_index *index)
     g->tsy = (float)((double)g->trows / ey);
     g->margin = c->cell_size * 0.25f;
     g->steady_high = -1;
+    g->free_item = -1;
     if (!isfinite(g->margin))
         g->margin = 0.0f;
     qg_enode_pool_reset(&g->links);
@@ -308,13 +367,16 @@ static qg_status loose_grid_init(qg_index *index)
     const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
     if (!qg_txn_reserve(&txn, (void **)&g->loose, &g->loose_capacity, sizeof(lg_loose), nl) ||
         !qg_txn_reserve(&txn, (void **)&g->tight, &g->tight_capacity, sizeof(int32_t), nt) ||
-        !qg_txn_reserve(&txn, (void **)&g->snap_start, &g->snap_start_capacity, sizeof(int32_t), (int64_t)nl + 1)) {
+        !qg_txn_reserve(&txn, (void **)&g->start, &g->start_capacity, sizeof(int32_t), (int64_t)nl + 1) ||
+        !qg_txn_reserve(&txn, (void **)&g->count, &g->count_capacity, sizeof(int32_t), nl)) {
         qg_txn_rollback(&txn);
         return QG_ERR_NOMEM;
     }
     for (int32_t i = 0; i < nl; ++i)
         g->loose[i] = lg_empty;
     memset(g->tight, 0xff, (size_t)nt * sizeof(int32_t));
+    memset(g->start, 0, ((size_t)nl + 1) * sizeof(int32_t));
+    memset(g->count, 0, (size_t)nl * sizeof(int32_t));
     return QG_OK;
 }
 
@@ -324,86 +386,72 @@ static void loose_grid_destroy(qg_index *index)
     qg_array_free(&index->alloc, (void **)&g->loose, &g->loose_capacity, sizeof(lg_loose));
     qg_array_free(&index->alloc, (void **)&g->tight, &g->tight_capacity, sizeof(int32_t));
     qg_array_free(&index->alloc, (void **)&g->links.data, &g->links.capacity, sizeof(qg_enode));
+    qg_array_free(&index->alloc, (void **)&g->start, &g->start_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->count, &g->count_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t));
+    qg_array_free(&index->alloc, (void **)&g->items, &g->items_capacity, sizeof(lg_item));
     qg_array_free(&index->alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t));
-    qg_array_free(&index->alloc, (void **)&g->fat, &g->fat_capacity, sizeof(qg_rect));
-    qg_array_free(&index->alloc, (void **)&g->snap, &g->snap_capacity, sizeof(lg_item));
-    qg_array_free(&index->alloc, (void **)&g->snap_start, &g->snap_start_capacity, sizeof(int32_t));
 }
 
 static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     loose_grid *g = (loose_grid *)index;
-    if (!qg_txn_reserve(txn, (void **)&g->next, &g->next_capacity, sizeof(int32_t), (int64_t)h + 1) ||
-        !qg_txn_reserve(txn, (void **)&g->fat, &g->fat_capacity, sizeof(qg_rect), (int64_t)h + 1) ||
-        !qg_txn_reserve(txn, (void **)&g->snap, &g->snap_capacity, sizeof(lg_item), (int64_t)index->count + 1))
+    if (!qg_txn_reserve(txn, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), (int64_t)h + 1) ||
+        !lg_reserve_item(g, txn))
         return QG_ERR_NOMEM;
     const int32_t i = lg_loose_of(g, box);
-    const qg_rect fat = lg_fatten(g, box);
-    const qg_status s = lg_grow(g, txn, i, fat);
+    const qg_status s = lg_grow(g, txn, i, lg_fatten(g, box));
     if (s != QG_OK)
         return s;
-    g->fat[h] = fat;
-    g->snap_fresh = false;
-    g->next[h] = g->loose[i].head;
-    g->loose[i].head = h;
+    g->fresh = false;
+    lg_push(g, i, h, box);
     return QG_OK;
 }
 
 static void loose_grid_remove(qg_index *index, qg_handle h)
 {
     loose_grid *g = (loose_grid *)index;
-    g->snap_fresh = false;
-    lg_unlink_element(g, lg_loose_of(g, index->boxes[h]), h);
+    g->fresh = false;
+    lg_unlink(g, (int32_t)(g->cell[h] & LG_CELL_MASK), h);
+}
+
+/// A move the margin does not cover: the element's loose box may already
+/// hold the new box; if not, the loose cell of the new centre grows to hold
+/// it (plus the margin), and the element moves to that cell's list.
+static qg_status lg_move_far(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    const int32_t ci = (int32_t)(g->cell[h] & LG_CELL_MASK);
+    if (!lg_inside_loose(box, &g->loose[ci])) {
+        const int32_t ni = lg_loose_of(g, box);
+        if (ni != ci && !lg_reserve_item(g, txn))
+            return QG_ERR_NOMEM;
+        const qg_status s = lg_grow(g, txn, ni, lg_fatten(g, box));
+        if (s != QG_OK)
+            return s;
+        if (ni != ci) {
+            lg_unlink(g, ci, h);
+            lg_push(g, ni, h, box);
+        }
+    }
+    g->cell[h] = (g->cell[h] & LG_CELL_MASK) | g->epoch << LG_CELL_BITS;
+    g->base.boxes[h] = box;
+    return QG_OK;
 }
 
 static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     loose_grid *g = (loose_grid *)index;
-    int32_t oi, ni;
-    lg_loose_pair(g, index->boxes[h], box, &oi, &ni);
-    g->snap_fresh = false;
-    if (oi == ni && lg_inside(box, g->fat[h])) {
-        // Still inside its margin: the loose box already holds it, and
-        // nothing but the element's own (sequential) data is touched.
+    g->fresh = false;
+    const uint32_t w = g->cell[h];
+    if ((w >> LG_CELL_BITS) != g->epoch && lg_inside(box, lg_fatten(g, index->boxes[h]))) {
+        // The first move since cleanup, within the margin of the box the
+        // cleanup saw: the loose box already holds it. Nothing but the
+        // element's own (sequential) data is touched.
         index->boxes[h] = box;
+        g->cell[h] = (w & LG_CELL_MASK) | g->epoch << LG_CELL_BITS;
         return QG_OK;
     }
-    const qg_rect fat = lg_fatten(g, box);
-    const qg_status s = lg_grow(g, txn, ni, fat);
-    if (s != QG_OK)
-        return s;
-    if (oi != ni) {
-        lg_unlink_element(g, oi, h);
-        g->next[h] = g->loose[ni].head;
-        g->loose[ni].head = h;
-    }
-    g->fat[h] = fat;
-    index->boxes[h] = box;
-    return QG_OK;
-}
-
-/// The loops over all loose cells walk each cell's list: a chain of
-/// dependent loads into arrays indexed by handle, scattered in memory. They
-/// prefetch the chains of the cells `ahead` of them in stages: the first
-/// element 3 * LG_STAGE cells early, the second (whose link the first stage
-/// brought in) 2 * LG_STAGE early, the third LG_STAGE early, so the misses
-/// of many cells overlap instead of queueing one behind the other.
-static inline void lg_prefetch_ahead(const loose_grid *g, int32_t i, int32_t nl, const qg_rect *data)
-{
-    for (int k = 0; k < 3; ++k) {
-        // (the base's boxes are prefetched alongside: qg_cleanup reads both)
-        const int32_t c = i + (3 - k) * LG_STAGE;
-        if (c >= nl)
-            continue;
-        int32_t h = g->loose[c].head;
-        for (int j = 0; j < k && h >= 0; ++j)
-            h = g->next[h];
-        if (h >= 0) {
-            LG_PREFETCH(&data[h]);
-            LG_PREFETCH(&g->base.boxes[h]);
-            LG_PREFETCH(&g->next[h]);
-        }
-    }
+    return lg_move_far(g, txn, h, box);
 }
 
 /// Rebuilds every tight cell's list from the loose boxes, in place: a
@@ -452,62 +500,142 @@ static void lg_relink(loose_grid *g)
 }
 
 /// Gives back the spare capacity of an array (shrinking never fails).
-static void lg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem, int32_t keep)
+static void lg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem, int32_t keep, int32_t slack)
 {
     if (keep < 16)
         keep = 16; // the smallest block qg_txn_reserve makes
-    if (*capacity <= keep + keep / 64)
+    if (*capacity <= keep + slack)
         return;
     *data = qg_mem_resize(alloc, *data, (size_t)*capacity * elem, (size_t)keep * elem);
     *capacity = keep;
 }
 
 /// Once no handle was issued since the last cleanup (a steady population),
-/// the arrays indexed by handle shrink to the handles in use, the base's
-/// boxes included: after start-up, memory is what the elements need, not
-/// what the last growth step left. Waiting for a steady call keeps a
-/// growing population from shrinking and regrowing every frame.
+/// the per-element arrays shrink to what is in use, the base's boxes
+/// included: after start-up, memory is what the elements need, not what the
+/// last growth step left. Waiting for a steady call keeps a growing
+/// population from shrinking and regrowing every frame. The items keep a
+/// sixteenth spare for the relinks of far moves between cleanups.
 static void lg_trim_steady(loose_grid *g)
 {
     qg_index *index = &g->base;
     const int32_t high = index->box_high;
     if (high > 0 && high == g->steady_high) {
-        lg_trim(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high);
-        lg_trim(&index->alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t), high);
-        lg_trim(&index->alloc, (void **)&g->fat, &g->fat_capacity, sizeof(qg_rect), high);
-        lg_trim(&index->alloc, (void **)&g->snap, &g->snap_capacity, sizeof(lg_item), index->count);
+        lg_trim(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high, high / 64);
+        lg_trim(&index->alloc, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), high, high / 64);
+        const int32_t n = index->count, keep = n + n / 16;
+        lg_trim(&index->alloc, (void **)&g->items, &g->items_capacity, sizeof(lg_item), keep, n / 8);
+        lg_trim(&index->alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t), keep, n / 8);
     }
     g->steady_high = high;
+}
+
+/// Cleanup, step 1: every live item, in slot order, gets its element's
+/// current box and the loose cell of its centre (kept in `next` as the sort
+/// key, counted in `count`); holes close up. Returns the number of items.
+static int32_t lg_collect(loose_grid *g)
+{
+    lg_item *items = g->items;
+    int32_t *key = g->next, *count = g->count;
+    const qg_rect *boxes = g->base.boxes;
+    const int32_t high = g->item_high, packed = g->packed;
+    const int32_t *start = g->start;
+    int32_t w = 0, run = 0; // run: the cell whose run in the packed part holds k
+    for (int32_t k = 0; k < high; ++k) {
+        if (k + LG_AHEAD < high && items[k + LG_AHEAD].h >= 0)
+            LG_PREFETCH(&boxes[items[k + LG_AHEAD].h]);
+        const qg_handle h = items[k].h;
+        if (h < 0)
+            continue;
+        const qg_rect b = boxes[h];
+        const int32_t c = lg_loose_of(g, b);
+        if (k < packed) {
+            while (start[run + 1] <= k)
+                ++run;
+            if (c != run)
+                g->cell[h] = (g->cell[h] & ~LG_CELL_MASK) | (uint32_t)c;
+        } else {
+            g->cell[h] = (g->cell[h] & ~LG_CELL_MASK) | (uint32_t)c;
+        }
+        items[w] = (lg_item){h, b};
+        key[w] = c;
+        count[c]++;
+        w++;
+    }
+    return w;
+}
+
+/// Cleanup, step 2: the items into cell order, in place (American flag
+/// sort: each bucket's next unsorted slot is `count`), and then, cell by
+/// cell while its run is in cache, the run's list, the loose box of its
+/// fattened boxes, and the run's start. Leaves `count` zeroed.
+static void lg_sort(loose_grid *g, int32_t n)
+{
+    const int32_t nl = g->lcols * g->lrows;
+    lg_item *items = g->items;
+    int32_t *key = g->next, *count = g->count, *start = g->start;
+    int32_t sum = 0;
+    for (int32_t c = 0; c < nl; ++c) {
+        const int32_t m = count[c];
+        start[c] = sum;
+        count[c] = sum;
+        sum += m;
+    }
+    start[nl] = n;
+    const float m = g->margin;
+    for (int32_t c = 0; c < nl; ++c) {
+        const int32_t s0 = start[c], end = start[c + 1];
+        for (int32_t p = count[c]; p < end; p = count[c]) {
+            lg_item it = items[p];
+            int32_t k = key[p];
+            while (k != c) {
+                // Place `it` at the first unsorted slot of its bucket,
+                // skipping the ones already holding their own.
+                int32_t q = count[k];
+                while (key[q] == k)
+                    ++q;
+                count[k] = q + 1;
+                const lg_item t = items[q];
+                const int32_t tk = key[q];
+                items[q] = it;
+                key[q] = k;
+                it = t;
+                k = tk;
+            }
+            items[p] = it;
+            count[c] = p + 1;
+        }
+        count[c] = 0;
+        lg_loose *lc = &g->loose[c];
+        if (s0 == end) {
+            *lc = lg_empty;
+            continue;
+        }
+        float l = INFINITY, t = INFINITY, r = -INFINITY, b = -INFINITY;
+        for (int32_t q = s0; q < end; ++q) {
+            const qg_rect e = items[q].box;
+            l = e.min_x < l ? e.min_x : l;
+            t = e.min_y < t ? e.min_y : t;
+            r = e.max_x > r ? e.max_x : r;
+            b = e.max_y > b ? e.max_y : b;
+            key[q] = q + 1;
+        }
+        key[end - 1] = -1;
+        // (the same rounding as lg_fatten, so the moves' test agrees)
+        *lc = (lg_loose){s0, l - m, t - m, r + m, b + m};
+    }
 }
 
 static void loose_grid_cleanup(qg_index *index)
 {
     loose_grid *g = (loose_grid *)index;
-    const qg_rect *fat = g->fat;
-    const int32_t nl = g->lcols * g->lrows;
-    // Shrink every loose box to its elements' (fattened) boxes. Ranges only
-    // shrink here, so the relink below fits in the links already held. The
-    // same walk writes the elements out in cell order: the pair loop then
-    // streams them instead of chasing every list again. (The snapshot's
-    // capacity was reserved by the inserts: count never passes it.)
-    int32_t k = 0;
-    for (int32_t i = 0; i < nl; ++i) {
-        lg_prefetch_ahead(g, i, nl, fat);
-        lg_loose *c = &g->loose[i];
-        float l = INFINITY, t = INFINITY, r = -INFINITY, b = -INFINITY;
-        g->snap_start[i] = k;
-        for (int32_t h = c->head; h >= 0; h = g->next[h]) {
-            g->snap[k++] = (lg_item){h, index->boxes[h]};
-            const qg_rect e = fat[h];
-            l = e.min_x < l ? e.min_x : l;
-            t = e.min_y < t ? e.min_y : t;
-            r = e.max_x > r ? e.max_x : r;
-            b = e.max_y > b ? e.max_y : b;
-        }
-        c->l = l, c->t = t, c->r = r, c->b = b;
-    }
-    g->snap_start[nl] = k;
-    g->snap_fresh = true;
+    const int32_t n = lg_collect(g);
+    lg_sort(g, n);
+    g->packed = n;
+    g->item_high = n;
+    g->free_item = -1;
+    g->epoch = (g->epoch + 1) % LG_EPOCHS;
+    g->fresh = true;
     lg_relink(g);
     lg_trim_steady(g);
 }
@@ -516,16 +644,26 @@ static void loose_grid_clear(qg_index *index)
 {
     loose_grid *g = (loose_grid *)index;
     const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
-    g->snap_fresh = false;
+    g->fresh = false;
     for (int32_t i = 0; i < nl; ++i)
         g->loose[i] = lg_empty;
     memset(g->tight, 0xff, (size_t)nt * sizeof(int32_t));
+    memset(g->start, 0, ((size_t)nl + 1) * sizeof(int32_t));
     qg_enode_pool_reset(&g->links);
+    g->item_high = 0;
+    g->packed = 0;
+    g->free_item = -1;
 }
 
 static inline int32_t lg_max32(int32_t a, int32_t b)
 {
     return a > b ? a : b;
+}
+
+/// The box of item k: its copy while fresh, else the base's.
+static inline qg_rect lg_item_box(const loose_grid *g, int32_t k)
+{
+    return g->fresh ? g->items[k].box : g->base.boxes[g->items[k].h];
 }
 
 static void loose_grid_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
@@ -546,9 +684,9 @@ static void loose_grid_query(const qg_index *index, qg_rect area, qg_query_fn *f
                 if (lg_max32(cr.x0, q.x0) != tx || lg_max32(cr.y0, q.y0) != ty)
                     continue;
                 stats->nodes_visited++;
-                for (int32_t h = c->head; h >= 0; h = g->next[h]) {
+                for (int32_t k = c->head; k >= 0; k = g->next[k]) {
                     stats->elements_tested++;
-                    if (qg_overlaps(index->boxes[h], area) && !fn(h, user))
+                    if (qg_overlaps(lg_item_box(g, k), area) && !fn(g->items[k].h, user))
                         return;
                 }
             }
@@ -566,11 +704,11 @@ typedef struct lg_gathered {
 static bool lg_gather(const loose_grid *g, int32_t head, lg_gathered *out)
 {
     int n = 0;
-    for (int32_t h = head; h >= 0; h = g->next[h]) {
+    for (int32_t k = head; k >= 0; k = g->next[k]) {
         if (n == LG_GATHER)
             return false;
-        out->h[n] = h;
-        out->box[n] = g->base.boxes[h];
+        out->h[n] = g->items[k].h;
+        out->box[n] = g->base.boxes[out->h[n]];
         n++;
     }
     out->n = n;
@@ -602,18 +740,19 @@ static bool lg_pairs_of(const loose_grid *g, int32_t ia, qg_handle a, qg_rect ab
                         continue;
                 }
                 stats->nodes_visited++;
-                if (g->snap_fresh) {
-                    const lg_item *it = g->snap;
-                    const int32_t k1 = g->snap_start[ib + 1];
-                    stats->elements_tested += k1 - g->snap_start[ib];
-                    for (int32_t k = g->snap_start[ib]; k < k1; ++k) {
+                if (g->fresh) {
+                    const lg_item *it = g->items;
+                    const int32_t k1 = g->start[ib + 1];
+                    stats->elements_tested += k1 - g->start[ib];
+                    for (int32_t k = g->start[ib]; k < k1; ++k) {
                         if (qg_overlaps(ab, it[k].box) && !qg_report_pair(fn, user, a, it[k].h))
                             return false;
                     }
                     continue;
                 }
-                for (int32_t h = cb->head; h >= 0; h = g->next[h]) {
+                for (int32_t k = cb->head; k >= 0; k = g->next[k]) {
                     stats->elements_tested++;
+                    const qg_handle h = g->items[k].h;
                     if (qg_overlaps(ab, g->base.boxes[h]) && !qg_report_pair(fn, user, a, h))
                         return false;
                 }
@@ -632,17 +771,17 @@ typedef struct lg_near {
 /// Loose cells gathered per tight cell in lg_pairs_cell_fresh.
 #define LG_NEAR 64
 
-/// The pairs of loose cell ia from the snapshot: within the cell, then each
-/// element against the later loose cells near it. Most elements of a cell
-/// cover one and the same tight cell: its later, non-empty loose cells are
-/// gathered once with their boxes into a short array on the C stack, and
-/// those elements scan it instead of the tight list. Elements covering
+/// The pairs of loose cell ia right after cleanup: within the cell, then
+/// each element against the later loose cells near it. Most elements of a
+/// cell cover one and the same tight cell: its later, non-empty loose cells
+/// are gathered once with their boxes into a short array on the C stack,
+/// and those elements scan it instead of the tight list. Elements covering
 /// several tight cells (their loose cells need the first-common-cell rule)
 /// take lg_pairs_of.
 static bool lg_pairs_cell_fresh(const loose_grid *g, int32_t ia, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
-    const lg_item *it = g->snap;
-    const int32_t k0 = g->snap_start[ia], k1 = g->snap_start[ia + 1];
+    const lg_item *it = g->items;
+    const int32_t k0 = g->start[ia], k1 = g->start[ia + 1];
     lg_near near[LG_NEAR];
     int32_t nn = -1, t0 = -1; // t0 < 0: not gathered yet; nn < 0: too many
     int64_t tested = 0, visited = 1;
@@ -670,7 +809,7 @@ static bool lg_pairs_cell_fresh(const loose_grid *g, int32_t ia, qg_pair_fn *fn,
             nn = 0;
             for (int32_t e = g->tight[t]; e >= 0; e = g->links.data[e].next) {
                 const int32_t ib = g->links.data[e].element;
-                if (ib <= ia || g->snap_start[ib] == g->snap_start[ib + 1])
+                if (ib <= ia || g->start[ib] == g->start[ib + 1])
                     continue;
                 if (nn == LG_NEAR) {
                     nn = -1;
@@ -689,9 +828,9 @@ static bool lg_pairs_cell_fresh(const loose_grid *g, int32_t ia, qg_pair_fn *fn,
             if (!((nb->l <= ab.max_x) & (ab.min_x <= nb->r) & (nb->t <= ab.max_y) & (ab.min_y <= nb->b)))
                 continue;
             visited++;
-            const int32_t q1 = g->snap_start[nb->ib + 1];
-            tested += q1 - g->snap_start[nb->ib];
-            for (int32_t q = g->snap_start[nb->ib]; q < q1; ++q) {
+            const int32_t q1 = g->start[nb->ib + 1];
+            tested += q1 - g->start[nb->ib];
+            for (int32_t q = g->start[nb->ib]; q < q1; ++q) {
                 if (qg_overlaps(ab, it[q].box) && !qg_report_pair(fn, user, a, it[q].h)) {
                     go = false;
                     break;
@@ -709,20 +848,16 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     const loose_grid *g = (const loose_grid *)index;
     const qg_rect *boxes = index->boxes;
     const int32_t nl = g->lcols * g->lrows;
-    if (g->snap_fresh) {
-        // Right after qg_cleanup: everything streams from the snapshot.
+    if (g->fresh) {
+        // Right after qg_cleanup: everything streams from the items.
         for (int32_t ia = 0; ia < nl; ++ia) {
-            if (g->snap_start[ia] != g->snap_start[ia + 1] && !lg_pairs_cell_fresh(g, ia, fn, user, stats))
+            if (g->start[ia] != g->start[ia + 1] && !lg_pairs_cell_fresh(g, ia, fn, user, stats))
                 return;
         }
         return;
     }
     lg_gathered A;
     for (int32_t ia = 0; ia < nl; ++ia) {
-        // This cell's chain, and the chains of the row below, which the
-        // pairs of this cell reach first.
-        lg_prefetch_ahead(g, ia, nl, boxes);
-        lg_prefetch_ahead(g, ia + g->lcols, nl, boxes);
         const lg_loose *ca = &g->loose[ia];
         if (ca->head < 0)
             continue;
@@ -738,8 +873,10 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
                     return;
             }
         } else {
-            for (int32_t a = ca->head; a >= 0; a = g->next[a]) {
-                for (int32_t b = g->next[a]; b >= 0; b = g->next[b]) {
+            for (int32_t ka = ca->head; ka >= 0; ka = g->next[ka]) {
+                const qg_handle a = g->items[ka].h;
+                for (int32_t kb = g->next[ka]; kb >= 0; kb = g->next[kb]) {
+                    const qg_handle b = g->items[kb].h;
                     stats->elements_tested++;
                     if (qg_overlaps(boxes[a], boxes[b]) && !qg_report_pair(fn, user, a, b))
                         return;
@@ -783,55 +920,94 @@ static void loose_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
         if (!(c->l <= c->r))
             continue;
         int32_t count = 0;
-        for (int32_t h = c->head; h >= 0; h = g->next[h])
+        for (int32_t k = c->head; k >= 0; k = g->next[k])
             count++;
         fn((qg_rect){c->l, c->t, c->r, c->b}, 1, count, user);
     }
+}
+
+/// True when item slot k is in loose cell i's list.
+static bool lg_listed(const loose_grid *g, int32_t i, int32_t k, int64_t bound)
+{
+    for (int32_t j = g->loose[i].head; j >= 0 && bound-- > 0; j = g->next[j]) {
+        if (j == k)
+            return true;
+    }
+    return false;
 }
 
 static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
 {
     const loose_grid *g = (const loose_grid *)index;
     const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
-    if (nl < 1 || nl > g->loose_capacity || nt < 1 || nt > g->tight_capacity)
+    if (nl < 1 || nl > g->loose_capacity || nt < 1 || nt > g->tight_capacity || g->start_capacity < nl + 1 ||
+        g->count_capacity < nl)
         return QG_ERR_INVALID;
-    if (index->box_high > 0 && (g->next_capacity < index->box_high || g->fat_capacity < index->box_high))
+    if (index->box_high > 0 && g->cell_capacity < index->box_high)
         return QG_ERR_INVALID;
-    // Elements: each live element in the loose cell of its centre, inside
-    // that cell's box; the lists hold count elements.
+    if (g->item_high < 0 || g->item_high > g->items_capacity || g->item_high > g->next_capacity ||
+        g->packed < 0 || g->packed > g->item_high || g->start[0] != 0 || g->start[nl] != g->packed)
+        return QG_ERR_INVALID;
+    for (int32_t i = 0; i < nl; ++i) {
+        if (g->start[i] > g->start[i + 1] || g->count[i] != 0)
+            return QG_ERR_INVALID;
+    }
+    // Items: every live one names a live element whose `cell` is a list that
+    // holds it; in the packed part, that is the cell of its run.
+    int64_t live = 0, holes_after = 0;
+    for (int32_t k = 0, run = 0; k < g->item_high; ++k) {
+        const qg_handle h = g->items[k].h;
+        if (k < g->packed) {
+            while (g->start[run + 1] <= k)
+                ++run;
+        }
+        if (h < 0) {
+            holes_after += k >= g->packed;
+            continue;
+        }
+        if (!qg_slot_live(index, h))
+            return QG_ERR_INVALID;
+        const int32_t i = (int32_t)(g->cell[h] & LG_CELL_MASK);
+        if (i >= nl || (k < g->packed && i != run) || !lg_listed(g, i, k, index->count))
+            return QG_ERR_INVALID;
+        live++;
+    }
+    if (live != index->count)
+        return QG_ERR_INVALID;
+    int64_t free_items = 0;
+    for (int32_t k = g->free_item; k >= 0; k = g->next[k]) {
+        if (k < g->packed || k >= g->item_high || g->items[k].h >= 0 || ++free_items > holes_after)
+            return QG_ERR_INVALID;
+    }
+    if (free_items != holes_after)
+        return QG_ERR_INVALID;
+    // Lists: each holds count items at most, each inside its loose box, and
+    // with the margin unless it moved since the last cleanup.
     int64_t listed = 0, expected_links = 0;
     for (int32_t i = 0; i < nl; ++i) {
         const lg_loose *c = &g->loose[i];
         int64_t len = 0;
-        for (int32_t h = c->head; h >= 0; h = g->next[h]) {
-            if (++len > index->count || !qg_slot_live(index, h) || lg_loose_of(g, index->boxes[h]) != i)
+        for (int32_t k = c->head; k >= 0; k = g->next[k]) {
+            if (++len > index->count || k >= g->item_high || g->items[k].h < 0)
                 return QG_ERR_INVALID;
-            const qg_rect f = g->fat[h];
-            if (!lg_inside(index->boxes[h], f) || !(c->l <= f.min_x && c->t <= f.min_y && c->r >= f.max_x && c->b >= f.max_y))
+            const qg_handle h = g->items[k].h;
+            const qg_rect b = index->boxes[h];
+            if ((g->cell[h] & LG_CELL_MASK) != (uint32_t)i || !lg_inside_loose(b, c) ||
+                ((g->cell[h] >> LG_CELL_BITS) != g->epoch && !lg_inside_loose(lg_fatten(g, b), c)))
+                return QG_ERR_INVALID;
+            if (g->fresh && (k != g->start[i] + len - 1 || lg_loose_of(g, b) != i ||
+                             memcmp(&g->items[k].box, &b, sizeof b) != 0))
                 return QG_ERR_INVALID;
         }
+        if (g->fresh && len != g->start[i + 1] - g->start[i])
+            return QG_ERR_INVALID;
         listed += len;
         if ((c->l <= c->r) != (c->t <= c->b) || isnan(c->l) || isnan(c->t) || isnan(c->r) || isnan(c->b))
             return QG_ERR_INVALID;
         expected_links += lg_range_size(lg_cell_range(g, c));
     }
-    if (listed != index->count || g->snap_capacity < index->count)
+    if (listed != index->count || (g->fresh && (g->packed != index->count || g->item_high != g->packed)))
         return QG_ERR_INVALID;
-    if (g->snap_fresh) {
-        // The snapshot is the lists, in cell order, with the current boxes.
-        if (g->snap_start[nl] != index->count)
-            return QG_ERR_INVALID;
-        for (int32_t i = 0; i < nl; ++i) {
-            int32_t k = g->snap_start[i];
-            for (int32_t h = g->loose[i].head; h >= 0; h = g->next[h], ++k) {
-                if (k >= g->snap_start[i + 1] || g->snap[k].h != h ||
-                    memcmp(&g->snap[k].box, &index->boxes[h], sizeof(qg_rect)) != 0)
-                    return QG_ERR_INVALID;
-            }
-            if (k != g->snap_start[i + 1])
-                return QG_ERR_INVALID;
-        }
-    }
     // Links: every link in a tight cell names a loose cell whose range holds
     // that tight cell, at most once per tight cell; with the count matching
     // the sum of the ranges, every range is fully linked.
@@ -854,9 +1030,9 @@ static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
         qg_enode_free_count(&g->links) != g->links.high - g->links.live)
         return QG_ERR_INVALID;
     *bytes += (size_t)g->loose_capacity * sizeof(lg_loose) + (size_t)g->tight_capacity * sizeof(int32_t) +
-              (size_t)g->links.capacity * sizeof(qg_enode) + (size_t)g->next_capacity * sizeof(int32_t) +
-              (size_t)g->fat_capacity * sizeof(qg_rect) + (size_t)g->snap_capacity * sizeof(lg_item) +
-              (size_t)g->snap_start_capacity * sizeof(int32_t);
+              (size_t)g->links.capacity * sizeof(qg_enode) + (size_t)g->start_capacity * sizeof(int32_t) +
+              (size_t)g->count_capacity * sizeof(int32_t) + (size_t)g->cell_capacity * sizeof(uint32_t) +
+              (size_t)g->items_capacity * sizeof(lg_item) + (size_t)g->next_capacity * sizeof(int32_t);
     return QG_OK;
 }
 
