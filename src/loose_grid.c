@@ -81,7 +81,12 @@
 #define LG_EPOCHS (UINT32_C(1) << (32 - LG_CELL_BITS))
 #define LG_MAX_SIDE 4096
 /// Tight cells are this many loose cells wide.
+#ifndef LG_TIGHT_RATIO
 #define LG_TIGHT_RATIO 2
+#endif
+#ifndef LG_MARGIN_F
+#define LG_MARGIN_F 0.25f
+#endif
 /// Elements of a loose cell gathered on the C stack for the pair loop;
 /// bigger cells are walked in place.
 #define LG_GATHER 64
@@ -356,7 +361,7 @@ static qg_status loose_grid_init(qg_index *index)
     g->lsy = (float)((double)g->lrows / ey);
     g->tsx = (float)((double)g->tcols / ex);
     g->tsy = (float)((double)g->trows / ey);
-    g->margin = c->cell_size * 0.25f;
+    g->margin = c->cell_size * LG_MARGIN_F;
     g->steady_high = -1;
     g->free_item = -1;
     if (!isfinite(g->margin))
@@ -460,7 +465,7 @@ static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
 /// stream them instead of chasing links that months of frees and takes have
 /// scattered over the pool. Needs no more links than the pool holds live,
 /// as long as no loose range grew since the links were made.
-static void lg_relink(loose_grid *g)
+__attribute__((noinline)) static void lg_relink(loose_grid *g)
 {
     const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
     int32_t *tight = g->tight; // counts, then segment ends, then starts
@@ -533,7 +538,7 @@ static void lg_trim_steady(loose_grid *g)
 /// Cleanup, step 1: every live item, in slot order, gets its element's
 /// current box and the loose cell of its centre (kept in `next` as the sort
 /// key, counted in `count`); holes close up. Returns the number of items.
-static int32_t lg_collect(loose_grid *g)
+__attribute__((noinline)) static int32_t lg_collect(loose_grid *g)
 {
     lg_item *items = g->items;
     int32_t *key = g->next, *count = g->count;
@@ -569,7 +574,7 @@ static int32_t lg_collect(loose_grid *g)
 /// sort: each bucket's next unsorted slot is `count`), and then, cell by
 /// cell while its run is in cache, the run's list, the loose box of its
 /// fattened boxes, and the run's start. Leaves `count` zeroed.
-static void lg_sort(loose_grid *g, int32_t n)
+__attribute__((noinline)) static void lg_sort(loose_grid *g, int32_t n)
 {
     const int32_t nl = g->lcols * g->lrows;
     lg_item *items = g->items;
@@ -716,7 +721,8 @@ static bool lg_gather(const loose_grid *g, int32_t head, lg_gathered *out)
 }
 
 /// Pairs of element a (box ab, in loose cell ia) with the elements of the
-/// loose cells after ia whose boxes overlap ab: "each element against the
+/// loose cells after ia whose boxes overlap ab, walking the lists (after a
+/// change without cleanup): "each element against the
 /// loose cells near it". A loose cell linked in several of the tight cells
 /// ab covers is taken in the first of them only.
 static bool lg_pairs_of(const loose_grid *g, int32_t ia, qg_handle a, qg_rect ab, qg_pair_fn *fn, void *user,
@@ -740,16 +746,6 @@ static bool lg_pairs_of(const loose_grid *g, int32_t ia, qg_handle a, qg_rect ab
                         continue;
                 }
                 stats->nodes_visited++;
-                if (g->fresh) {
-                    const lg_item *it = g->items;
-                    const int32_t k1 = g->start[ib + 1];
-                    stats->elements_tested += k1 - g->start[ib];
-                    for (int32_t k = g->start[ib]; k < k1; ++k) {
-                        if (qg_overlaps(ab, it[k].box) && !qg_report_pair(fn, user, a, it[k].h))
-                            return false;
-                    }
-                    continue;
-                }
                 for (int32_t k = cb->head; k >= 0; k = g->next[k]) {
                     stats->elements_tested++;
                     const qg_handle h = g->items[k].h;
@@ -762,82 +758,127 @@ static bool lg_pairs_of(const loose_grid *g, int32_t ia, qg_handle a, qg_rect ab
     return true;
 }
 
-/// A loose cell near the one being paired: its index and box.
+/// A loose cell near the one being paired: its box and its run of items.
 typedef struct lg_near {
-    int32_t ib;
     float l, t, r, b;
+    int32_t k0, k1;
 } lg_near;
 
-/// Loose cells gathered per tight cell in lg_pairs_cell_fresh.
+/// Loose cells gathered at once in lg_pairs_cell_fresh.
 #define LG_NEAR 64
 
-/// The pairs of loose cell ia right after cleanup: within the cell, then
-/// each element against the later loose cells near it. Most elements of a
-/// cell cover one and the same tight cell: its later, non-empty loose cells
-/// are gathered once with their boxes into a short array on the C stack,
-/// and those elements scan it instead of the tight list. Elements covering
-/// several tight cells (their loose cells need the first-common-cell rule)
-/// take lg_pairs_of.
-static bool lg_pairs_cell_fresh(const loose_grid *g, int32_t ia, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+/// A's items [k0, k1) against the gathered cells: each element is tested
+/// against a cell's box first, then against its elements.
+static bool lg_pairs_near(const lg_item *it, int32_t k0, int32_t k1, const lg_near *near, int nn, qg_pair_fn *fn,
+                          void *user, int64_t *tested)
 {
-    const lg_item *it = g->items;
-    const int32_t k0 = g->start[ia], k1 = g->start[ia + 1];
-    lg_near near[LG_NEAR];
-    int32_t nn = -1, t0 = -1; // t0 < 0: not gathered yet; nn < 0: too many
-    int64_t tested = 0, visited = 1;
-    bool go = true;
-    for (int32_t i = k0; i < k1 && go; ++i) {
+    for (int32_t i = k0; i < k1; ++i) {
         const qg_rect ab = it[i].box;
-        const qg_handle a = it[i].h;
-        for (int32_t j = i + 1; j < k1; ++j) {
-            tested++;
-            if (qg_overlaps(ab, it[j].box) && !qg_report_pair(fn, user, a, it[j].h)) {
-                go = false;
-                break;
-            }
-        }
-        if (!go)
-            break;
-        const lg_range ra = lg_range_of(g, ab.min_x, ab.min_y, ab.max_x, ab.max_y);
-        const int32_t t = ra.y0 * g->tcols + ra.x0;
-        if (ra.x0 != ra.x1 || ra.y0 != ra.y1 || (t0 >= 0 && (t != t0 || nn < 0))) {
-            go = lg_pairs_of(g, ia, a, ab, fn, user, stats);
-            continue;
-        }
-        if (t0 < 0) {
-            t0 = t;
-            nn = 0;
-            for (int32_t e = g->tight[t]; e >= 0; e = g->links.data[e].next) {
-                const int32_t ib = g->links.data[e].element;
-                if (ib <= ia || g->start[ib] == g->start[ib + 1])
-                    continue;
-                if (nn == LG_NEAR) {
-                    nn = -1;
-                    break;
-                }
-                const lg_loose *cb = &g->loose[ib];
-                near[nn++] = (lg_near){ib, cb->l, cb->t, cb->r, cb->b};
-            }
-            if (nn < 0) {
-                go = lg_pairs_of(g, ia, a, ab, fn, user, stats);
-                continue;
-            }
-        }
-        for (int32_t m = 0; m < nn && go; ++m) {
+        for (int m = 0; m < nn; ++m) {
             const lg_near *nb = &near[m];
             if (!((nb->l <= ab.max_x) & (ab.min_x <= nb->r) & (nb->t <= ab.max_y) & (ab.min_y <= nb->b)))
                 continue;
-            visited++;
-            const int32_t q1 = g->start[nb->ib + 1];
-            tested += q1 - g->start[nb->ib];
-            for (int32_t q = g->start[nb->ib]; q < q1; ++q) {
-                if (qg_overlaps(ab, it[q].box) && !qg_report_pair(fn, user, a, it[q].h)) {
-                    go = false;
-                    break;
+            *tested += nb->k1 - nb->k0;
+            for (int32_t q = nb->k0; q < nb->k1; ++q) {
+                if (qg_overlaps(ab, it[q].box) && !qg_report_pair(fn, user, it[i].h, it[q].h))
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+/// Whether loose cell (cx, cy)'s box stays within half a cell of the cell:
+/// its corners, mapped at twice the loose resolution (monotonic, clamped),
+/// fall in [2c - 1, 2c + 2] on both axes. Two such boxes that overlap share
+/// a point, whose mapping lies in both ranges, so their cells are
+/// neighbours: the pair loop finds them by adjacency, without the tight
+/// lists. An empty box is not small.
+static inline bool lg_small(const loose_grid *g, const lg_loose *c, int32_t cx, int32_t cy)
+{
+    if (!(c->l <= c->r))
+        return false;
+    const int32_t lx = 2 * g->lcols - 1, ly = 2 * g->lrows - 1;
+    const float sx = 2.0f * g->lsx, sy = 2.0f * g->lsy;
+    return lg_map(c->l, g->ox, sx, lx) >= 2 * cx - 1 && lg_map(c->r, g->ox, sx, lx) <= 2 * cx + 2 &&
+           lg_map(c->t, g->oy, sy, ly) >= 2 * cy - 1 && lg_map(c->b, g->oy, sy, ly) <= 2 * cy + 2;
+}
+
+/// Adds loose cell ib to the gathered cells when its box overlaps A's.
+static inline int lg_near_add(const loose_grid *g, lg_near *near, int nn, const lg_loose *ca, int32_t ib)
+{
+    const lg_loose *cb = &g->loose[ib];
+    near[nn] = (lg_near){cb->l, cb->t, cb->r, cb->b, g->start[ib], g->start[ib + 1]};
+    return nn + ((cb->l <= ca->r) & (ca->l <= cb->r) & (cb->t <= ca->b) & (ca->t <= cb->b));
+}
+
+/// The pairs of loose cell ia = (cx, cy) right after cleanup: within the
+/// cell, then against the other loose cells whose boxes overlap its box (a
+/// pair of overlapping elements lies in two overlapping loose boxes). Each
+/// pair of cells is taken once:
+/// - both small (lg_small, the common case): from the lower cell, which
+///   looks at its four later neighbours;
+/// - one small, one big: from the big one;
+/// - both big: from the lower one.
+/// A big cell finds the others through the tight cells of its box, each in
+/// the first tight cell the two ranges share. The cells found are gathered
+/// with their boxes and runs on the C stack (in batches), then each element
+/// is tested against a cell's box before its elements.
+static bool lg_pairs_cell_fresh(const loose_grid *g, int32_t ia, int32_t cx, int32_t cy, qg_pair_fn *fn, void *user,
+                                qg_query_stats *stats)
+{
+    const lg_item *it = g->items;
+    const int32_t k0 = g->start[ia], k1 = g->start[ia + 1];
+    int64_t tested = 0, visited = 1;
+    for (int32_t i = k0; i < k1; ++i) {
+        const qg_rect ab = it[i].box;
+        tested += k1 - i - 1;
+        for (int32_t j = i + 1; j < k1; ++j) {
+            if (qg_overlaps(ab, it[j].box) && !qg_report_pair(fn, user, it[i].h, it[j].h))
+                return false;
+        }
+    }
+    const lg_loose *ca = &g->loose[ia];
+    lg_near near[LG_NEAR];
+    int nn = 0;
+    bool go = true;
+    if (lg_small(g, ca, cx, cy)) {
+        const int32_t w = g->lcols;
+        if (cx + 1 < w && lg_small(g, &g->loose[ia + 1], cx + 1, cy))
+            nn = lg_near_add(g, near, nn, ca, ia + 1);
+        if (cy + 1 < g->lrows) {
+            for (int32_t dx = cx > 0 ? -1 : 0; dx <= 1 && cx + dx < w; ++dx) {
+                if (lg_small(g, &g->loose[ia + w + dx], cx + dx, cy + 1))
+                    nn = lg_near_add(g, near, nn, ca, ia + w + dx);
+            }
+        }
+    } else {
+        const lg_range ra = lg_cell_range(g, ca);
+        const qg_enode *links = g->links.data;
+        for (int32_t ty = ra.y0; ty <= ra.y1 && go; ++ty) {
+            for (int32_t tx = ra.x0; tx <= ra.x1 && go; ++tx) {
+                for (int32_t e = g->tight[ty * g->tcols + tx]; e >= 0; e = links[e].next) {
+                    const int32_t ib = links[e].element;
+                    const lg_loose *cb = &g->loose[ib];
+                    if (ib == ia || !(ib > ia || lg_small(g, cb, ib % g->lcols, ib / g->lcols)))
+                        continue;
+                    const lg_range rb = lg_cell_range(g, cb);
+                    if (lg_max32(ra.x0, rb.x0) != tx || lg_max32(ra.y0, rb.y0) != ty)
+                        continue;
+                    nn = lg_near_add(g, near, nn, ca, ib);
+                    if (nn == LG_NEAR) {
+                        visited += nn;
+                        if (!(go = lg_pairs_near(it, k0, k1, near, nn, fn, user, &tested)))
+                            break;
+                        nn = 0;
+                    }
                 }
             }
         }
     }
+    visited += nn;
+    if (go && nn > 0)
+        go = lg_pairs_near(it, k0, k1, near, nn, fn, user, &tested);
     stats->nodes_visited += visited;
     stats->elements_tested += tested;
     return go;
@@ -850,9 +891,11 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     const int32_t nl = g->lcols * g->lrows;
     if (g->fresh) {
         // Right after qg_cleanup: everything streams from the items.
-        for (int32_t ia = 0; ia < nl; ++ia) {
-            if (g->start[ia] != g->start[ia + 1] && !lg_pairs_cell_fresh(g, ia, fn, user, stats))
-                return;
+        for (int32_t cy = 0, ia = 0; cy < g->lrows; ++cy) {
+            for (int32_t cx = 0; cx < g->lcols; ++cx, ++ia) {
+                if (g->start[ia] != g->start[ia + 1] && !lg_pairs_cell_fresh(g, ia, cx, cy, fn, user, stats))
+                    return;
+            }
         }
         return;
     }
