@@ -12,55 +12,103 @@
 //   rounded point would make the widened search inexact. Widening the search
 //   by the whole bound on the min side only is the same area as widening by
 //   half the bound on both sides of the centre.
-// - The point is kept as fixed-point grid coordinates: 8 bits of position
-//   inside its cell (the cell gives the high bits). An element node is 6
-//   bytes, indexed by handle: the next node of its cell's singly-linked index
-//   list and the two 8-bit offsets. Cells are 4-byte list heads. The full box
-//   stays in the base's cold box array; hot loops read it only for the final
-//   exact test of the few candidates the points let through.
-// - Queries widen the area by the bound (see pg_widen for why the float
-//   rounding cannot lose an element), walk the cells it covers and filter
-//   by point before the exact test.
-// - Pairs walk the grid in strips of PG_STRIP columns, row by row. Each row
-//   of a strip is gathered once into a small array on the C stack, sorted by
-//   cell, with the previous row kept from the last step, so the pair loop
-//   streams two short contiguous ranges per element (its own cell and the
-//   east cell, then the three cells above) instead of chasing lists. A cell
-//   is at least as wide as the bound, so partners are never further than the
-//   next cell; each unordered pair of cells is visited from one side only and
-//   every element is in one cell, so every pair is reported once.
-// - qg_cleanup gives back spare capacity of the per-handle arrays (the
-//   base's boxes and the nodes) once the population is steady, so memory is
-//   exactly n * (16 + 6) bytes plus the cells. Shrinking never fails.
+// - Points are fixed-point grid coordinates, PG_Q quanta per cell. The full
+//   box stays in the base's cold box array; hot loops read it only for the
+//   final exact test of the candidates the points let through.
+//
+// Layout: a cell-sorted snapshot, because handles are spatially random and
+// anything read by handle is a cache miss per element when the grid is
+// walked in space order (the per-handle linked lists this replaced spent
+// most of qg_pairs chasing them).
+// - `order` holds the handles cell by cell, `sq` their points (offsets in
+//   the cell, a byte per axis) beside them; cell c owns slots [start[c],
+//   start[c+1]). 6 bytes per element, 4 per cell. A removed element leaves a
+//   tombstone (-1) until the next rebuild.
+// - A home cell is loose: it lists elements whose point lies within a margin
+//   of PG_M quanta around it, so a move keeps the element's slot and writes
+//   nothing but the base's box while the point stays there. Searches widen
+//   by the margin; one cell is still wider than the pair reach plus both
+//   margins, so partners are never two cells apart. Each element keeps one
+//   byte `hb[h]`: its home cell's column and row modulo 4, enough to tell
+//   the home from the point (at most one cell away), and a tail flag.
+// - The snapshot's points are exact until a listed element moves (`fresh`);
+//   after that searches read each listed element's point from its box (the
+//   same answers, a cache miss each) until qg_cleanup rebuilds.
+// - The tail: elements inserted since the last rebuild, or moved past their
+//   margin, sit after the snapshot in `order`, in one singly-linked list per
+//   row (the row-based lists of part 2) linked through `sq`. Queries walk
+//   the tail rows they cover.
+// - Rebuild: a counting sort of every live handle by cell, straight from the
+//   base's boxes, into `order`, `sq` and `start` in place: no allocation, so
+//   qg_cleanup runs it (after any move, or once the tail and tombstones are
+//   more than a sliver), and so does an insert or move whose tail is full.
+//   It is one pass over the boxes and a scatter, O(n) per frame whatever
+//   moved: for a mostly static world with a few movers, keep the static
+//   part in an index of its own (the split of content part 6 recommends).
+// - Pairs walk the cells in order; each element is compared with the later
+//   slots of its cell, the next cell of its row and the three cells of the
+//   row below: five short contiguous ranges of the snapshot, eight points
+//   per SSE2 compare. A pair of one row is found from its element in the
+//   earlier slot, a pair across two rows from the upper row: every pair
+//   once, with no sorting and no visited set. Tail elements then search
+//   the snapshot and the later tail elements around them.
+// - Memory per element: 16 (the base's box) + 4 (order) + 2 (sq) + 1 (hb),
+//   plus 4 per cell; qg_cleanup gives spare capacity back once the
+//   population is steady.
 #include "index_internal.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-/// Quanta per cell on each axis: positions inside a cell are 8 bits.
-#define PG_Q 256
-#define PG_QBITS 8
+/// Quanta per cell on each axis.
+#define PG_QBITS 7
+#define PG_Q (1 << PG_QBITS)
+/// The loose margin of a home cell, in quanta, on every side: a listed
+/// element's point lies in [home - PG_M, home + PG_Q + PG_M) on both axes,
+/// so its offset from home - PG_M fits a byte.
+#define PG_M 32
+#define PG_SPAN (PG_Q + 2 * PG_M)
+/// Largest pair reach one cell supports: partners with points two cells
+/// apart would need more than a cell minus both margins.
+#define PG_MAX_REACH (PG_Q - 2 * PG_M - 1)
 /// Per axis at most this many cells (fixed-point coordinates stay below
-/// 2^22, where float rounding in the mapping stays under half a quantum).
+/// 2^21, where float rounding in the mapping stays under half a quantum).
 #define PG_MAX_SIDE 16384
-/// At most this many cells in all (16 MiB of heads).
+/// At most this many cells in all (16 MiB of starts).
 #define PG_MAX_CELLS (1 << 22)
-/// Columns per strip in qg_pairs, and elements a gathered row of a strip may
-/// hold; a denser row is walked in place.
-#define PG_STRIP 32
-#define PG_ROW_CAP 1024
+/// hb: home column mod 4 in bits 0-1, home row mod 4 in bits 2-3.
+#define PG_HB_TAIL 0x80u
+/// Tail links are 16-bit tail indices; this one ends a list.
+#define PG_TAIL_END 0xFFFFu
+/// Slots of sq past order's capacity, so the pair loop can load eight
+/// offsets at a time past the end of a range.
+#define PG_PAD 8
 /// Candidate pairs collected before their boxes are tested.
 #define PG_BATCH 128
-/// Bytes per element node: next (int32) and the x, y offsets in the cell.
-#define PG_NODE 6
+
+#if defined(__GNUC__)
+#define PG_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PG_PREFETCH(p) ((void)(p))
+#endif
 
 typedef struct point_grid {
     qg_index base;
-    int32_t *heads; ///< per cell: first element (a handle), -1 if empty
-    int32_t head_capacity;
-    uint8_t *nodes; ///< per handle: PG_NODE bytes
-    int32_t node_capacity;
+    int32_t *start; ///< per cell, plus one: the cell's first slot
+    int32_t start_capacity;
+    int32_t *order; ///< per slot: handle in cell order, then the tail; -1 = tombstone
+    int32_t order_capacity;
+    uint16_t *sq; ///< per slot: offsets from home - PG_M (listed), next tail index (tail)
+    int32_t sq_capacity;
+    uint8_t *hb; ///< per handle: home cell bits, PG_HB_TAIL
+    int32_t hb_capacity;
+    uint16_t *tail_head; ///< per row: first tail index, PG_TAIL_END if none
+    int32_t tail_head_capacity;
+    int32_t listed;     ///< slots of the snapshot: [0, listed)
+    int32_t tail;       ///< tail slots used: [listed, listed + tail)
+    int32_t tombstones; ///< dead slots in the snapshot and the tail
+    bool fresh;         ///< sq holds every listed element's current point
     int32_t cols, rows;
     int32_t gmax_x, gmax_y; ///< largest fixed-point coordinate: cols * PG_Q - 1
     float ox, oy;           ///< world origin
@@ -74,32 +122,6 @@ typedef struct point_grid {
 typedef struct pg_point {
     int32_t x, y; ///< fixed-point grid coordinates
 } pg_point;
-
-static inline int32_t pg_next(const point_grid *g, int32_t h)
-{
-    int32_t n;
-    memcpy(&n, g->nodes + (size_t)h * PG_NODE, sizeof n);
-    return n;
-}
-
-static inline void pg_set_next(point_grid *g, int32_t h, int32_t n)
-{
-    memcpy(g->nodes + (size_t)h * PG_NODE, &n, sizeof n);
-}
-
-static inline void pg_set_q(point_grid *g, int32_t h, pg_point p)
-{
-    uint8_t *q = g->nodes + (size_t)h * PG_NODE + 4;
-    q[0] = (uint8_t)p.x;
-    q[1] = (uint8_t)p.y;
-}
-
-/// The point of element h stored in cell (cx, cy).
-static inline pg_point pg_node_point(const point_grid *g, int32_t h, int32_t cx, int32_t cy)
-{
-    const uint8_t *q = g->nodes + (size_t)h * PG_NODE + 4;
-    return (pg_point){cx << PG_QBITS | q[0], cy << PG_QBITS | q[1]};
-}
 
 /// Fixed-point coordinate of v, clamped into [0, gmax]. Monotonic in v, so
 /// a point inside a range maps inside the mapped range.
@@ -118,6 +140,11 @@ static inline pg_point pg_point_of(const point_grid *g, float x, float y)
     return (pg_point){pg_map(x, g->ox, g->sx, g->gmax_x), pg_map(y, g->oy, g->sy, g->gmax_y)};
 }
 
+static inline pg_point pg_box_point(const point_grid *g, qg_rect b)
+{
+    return pg_point_of(g, b.min_x, b.min_y);
+}
+
 /// The points of two boxes' min corners at once (one move maps both). Same
 /// clamps as pg_map, without branches.
 static inline void pg_point_pair(const point_grid *g, qg_rect a, qg_rect b, pg_point *pa, pg_point *pb)
@@ -133,14 +160,34 @@ static inline void pg_point_pair(const point_grid *g, qg_rect a, qg_rect b, pg_p
     *pa = (pg_point){out[0], out[1]};
     *pb = (pg_point){out[2], out[3]};
 #else
-    *pa = pg_point_of(g, a.min_x, a.min_y);
-    *pb = pg_point_of(g, b.min_x, b.min_y);
+    *pa = pg_box_point(g, a);
+    *pb = pg_box_point(g, b);
 #endif
 }
 
 static inline int32_t pg_cell_of(const point_grid *g, pg_point p)
 {
     return (p.y >> PG_QBITS) * g->cols + (p.x >> PG_QBITS);
+}
+
+/// The offsets (sq) of point p listed in cell (cx, cy); both below PG_SPAN
+/// when p lies in the cell's margins.
+static inline uint32_t pg_offsets(pg_point p, int32_t cx, int32_t cy)
+{
+    return (uint32_t)(p.x - (cx << PG_QBITS) + PG_M) | (uint32_t)(p.y - (cy << PG_QBITS) + PG_M) << 8;
+}
+
+/// The point of offsets `off` listed in cell (cx, cy).
+static inline pg_point pg_listed_point(uint32_t off, int32_t cx, int32_t cy)
+{
+    return (pg_point){(cx << PG_QBITS) - PG_M + (int32_t)(off & 0xFF), (cy << PG_QBITS) - PG_M + (int32_t)(off >> 8)};
+}
+
+/// The one coordinate within a cell of c whose value mod 4 is `bits`: the
+/// home cell, found from the cell c the point is in.
+static inline int32_t pg_home(int32_t c, uint32_t bits)
+{
+    return c + (int32_t)(((bits - (uint32_t)c + 1u) & 3u)) - 1;
 }
 
 /// True when the box is within the bound. Same float subtraction as the
@@ -163,28 +210,125 @@ static inline float pg_widen(const point_grid *g, float v)
     return v - g->pad;
 }
 
-static void pg_link(point_grid *g, int32_t cell, qg_handle h, pg_point p)
+/// The cells whose listed elements may have points in [lo, hi] (margins
+/// included), as inclusive column and row ranges.
+static inline void pg_cell_range(const point_grid *g, pg_point lo, pg_point hi, int32_t *cx0, int32_t *cy0,
+                                 int32_t *cx1, int32_t *cy1)
 {
-    pg_set_next(g, h, g->heads[cell]);
-    pg_set_q(g, h, p);
-    g->heads[cell] = h;
+    *cx0 = lo.x > PG_M ? (lo.x - PG_M) >> PG_QBITS : 0;
+    *cy0 = lo.y > PG_M ? (lo.y - PG_M) >> PG_QBITS : 0;
+    *cx1 = (hi.x + PG_M) >> PG_QBITS;
+    *cy1 = (hi.y + PG_M) >> PG_QBITS;
+    if (*cx1 >= g->cols)
+        *cx1 = g->cols - 1;
+    if (*cy1 >= g->rows)
+        *cy1 = g->rows - 1;
 }
 
-static void pg_unlink(point_grid *g, int32_t cell, qg_handle h)
+/// The point of the element at slot s, listed in cell (cx, cy).
+static inline pg_point pg_slot_point(const point_grid *g, int32_t s, qg_handle h, int32_t cx, int32_t cy)
 {
-    int32_t e = g->heads[cell];
-    if (e == h) {
-        g->heads[cell] = pg_next(g, h);
+    return g->fresh ? pg_listed_point(g->sq[s], cx, cy) : pg_box_point(g, g->base.boxes[h]);
+}
+
+/// Most tail slots before a rebuild: a fraction of the population, so bulk
+/// inserts rebuild geometrically rarely, capped by the 16-bit links.
+static int32_t pg_tail_limit(const point_grid *g)
+{
+    int32_t limit = g->base.count / 8;
+    if (limit < 64)
+        limit = 64;
+    return limit < (int32_t)PG_TAIL_END ? limit : (int32_t)PG_TAIL_END;
+}
+
+/// Lists every live element in the cell of its point: a counting sort by
+/// cell, straight from the base's boxes. Handles ascend within a cell. Needs
+/// room for count slots; never allocates.
+static void pg_rebuild(point_grid *g)
+{
+    const qg_index *index = &g->base;
+    const qg_rect *boxes = index->boxes;
+    const int32_t high = index->box_high;
+    const int32_t cells = g->cols * g->rows;
+    int32_t *start = g->start;
+    memset(start, 0, ((size_t)cells + 1) * sizeof(int32_t));
+    for (int32_t h = 0; h < high; ++h) {
+        const qg_rect b = boxes[h];
+        if (!isnan(b.min_x))
+            start[pg_cell_of(g, pg_box_point(g, b))]++;
+    }
+    // Ends of the cells; the scatter below counts each back to its start.
+    int32_t sum = 0;
+    for (int32_t c = 0; c < cells; ++c) {
+        sum += start[c];
+        start[c] = sum;
+    }
+    start[cells] = sum;
+    for (int32_t h = high - 1; h >= 0; --h) {
+        const qg_rect b = boxes[h];
+        if (isnan(b.min_x))
+            continue;
+        const pg_point p = pg_box_point(g, b);
+        const int32_t cx = p.x >> PG_QBITS, cy = p.y >> PG_QBITS;
+        const int32_t s = --start[cy * g->cols + cx];
+        g->order[s] = h;
+        g->sq[s] = (uint16_t)pg_offsets(p, cx, cy);
+        g->hb[h] = (uint8_t)((cx & 3) | (cy & 3) << 2);
+    }
+    for (int32_t r = 0; r < g->rows; ++r)
+        g->tail_head[r] = PG_TAIL_END;
+    g->listed = sum;
+    g->tail = 0;
+    g->tombstones = 0;
+    g->fresh = true;
+}
+
+/// Adds h (box already in boxes[h], point p) to the tail, or rebuilds when
+/// the tail is full. The caller has made room for count slots.
+static void pg_tail_add(point_grid *g, qg_handle h, pg_point p)
+{
+    if (g->tail >= pg_tail_limit(g) || g->listed + g->tail >= g->order_capacity) {
+        pg_rebuild(g);
         return;
     }
-    while (e >= 0) {
-        const int32_t n = pg_next(g, e);
-        if (n == h) {
-            pg_set_next(g, e, pg_next(g, h));
+    const int32_t s = g->listed + g->tail;
+    const int32_t row = p.y >> PG_QBITS;
+    g->order[s] = h;
+    g->sq[s] = g->tail_head[row];
+    g->tail_head[row] = (uint16_t)g->tail++;
+    g->hb[h] = PG_HB_TAIL;
+}
+
+/// Takes tail element h out of the list of `row`, leaving a tombstone.
+static void pg_tail_unlink(point_grid *g, qg_handle h, int32_t row)
+{
+    uint16_t *link = &g->tail_head[row];
+    while (*link != PG_TAIL_END) {
+        const int32_t s = g->listed + *link;
+        if (g->order[s] == h) {
+            *link = g->sq[s];
+            g->order[s] = -1;
+            g->tombstones++;
             return;
         }
-        e = n;
+        link = &g->sq[s];
     }
+}
+
+/// Leaves a tombstone in the home cell slot of listed element h, whose
+/// current point is p.
+static void pg_unlist(point_grid *g, qg_handle h, pg_point p)
+{
+    const uint32_t bits = g->hb[h];
+    const int32_t hx = pg_home(p.x >> PG_QBITS, bits & 3), hy = pg_home(p.y >> PG_QBITS, bits >> 2 & 3);
+    const int32_t c = hy * g->cols + hx;
+    for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s) {
+        if (g->order[s] == h) {
+            g->order[s] = -1;
+            break;
+        }
+    }
+    g->tombstones++;
 }
 
 static qg_status point_grid_configure(qg_config *config)
@@ -198,11 +342,13 @@ static qg_status point_grid_configure(qg_config *config)
         if (!(config->max_element_size > 0.0f))
             return QG_ERR_INVALID;
     }
-    // Cells narrower than the bound would put partners more than one cell
-    // apart; a cell is raised to the bound plus the rounding slack.
-    const float least = config->max_element_size * 1.03125f;
+    // A cell must be wider than the pair reach plus both margins (a little
+    // over twice the bound), so that partners are never two cells apart. The
+    // default, five bounds, keeps the cells' 4 bytes under one per element
+    // at the agents workload's density.
+    const float least = config->max_element_size * 2.25f;
     if (config->cell_size == 0.0f)
-        config->cell_size = 4.0f * config->max_element_size;
+        config->cell_size = 5.0f * config->max_element_size;
     if (config->cell_size < least || !isfinite(config->cell_size))
         config->cell_size = isfinite(least) ? least : extent;
     return QG_OK;
@@ -229,7 +375,7 @@ static float pg_scale(int32_t side, float extent)
 /// How many quanta apart the min corners of two overlapping boxes can map:
 /// pad * scale in real numbers, plus 1 for the floors and 2 for the rounding
 /// of the mapping (each under half a quantum while coordinates stay below
-/// 2^22). Capped: any reach past two cells lets every point through anyway.
+/// 2^22). Capped: any reach past a cell lets every point through anyway.
 static int32_t pg_reach(float pad, float scale)
 {
     const double r = ceil((double)pad * (double)scale) + 3.0;
@@ -253,11 +399,10 @@ static qg_status point_grid_init(qg_index *index)
         else
             g->rows = (g->rows + 1) / 2;
     }
-    // Partners must be at most one cell apart: a cell spans at least the
-    // reach (configure made it wider than the bound; this absorbs rounding).
-    while (g->cols > 1 && pg_reach(g->pad, pg_scale(g->cols, ex)) > PG_Q)
+    // Configure made cells wide enough; this absorbs rounding.
+    while (g->cols > 1 && pg_reach(g->pad, pg_scale(g->cols, ex)) > PG_MAX_REACH)
         g->cols--;
-    while (g->rows > 1 && pg_reach(g->pad, pg_scale(g->rows, ey)) > PG_Q)
+    while (g->rows > 1 && pg_reach(g->pad, pg_scale(g->rows, ey)) > PG_MAX_REACH)
         g->rows--;
     g->gmax_x = g->cols * PG_Q - 1;
     g->gmax_y = g->rows * PG_Q - 1;
@@ -271,17 +416,23 @@ static qg_status point_grid_init(qg_index *index)
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     const int32_t cells = g->cols * g->rows;
-    if (!qg_txn_reserve(&txn, (void **)&g->heads, &g->head_capacity, sizeof(int32_t), cells))
+    if (!qg_txn_reserve(&txn, (void **)&g->start, &g->start_capacity, sizeof(int32_t), (int64_t)cells + 1) ||
+        !qg_txn_reserve(&txn, (void **)&g->tail_head, &g->tail_head_capacity, sizeof(uint16_t), g->rows)) {
+        qg_txn_rollback(&txn);
         return QG_ERR_NOMEM;
-    memset(g->heads, 0xff, (size_t)g->head_capacity * sizeof(int32_t));
+    }
+    pg_rebuild(g);
     return QG_OK;
 }
 
 static void point_grid_destroy(qg_index *index)
 {
     point_grid *g = (point_grid *)index;
-    qg_array_free(&index->alloc, (void **)&g->heads, &g->head_capacity, sizeof(int32_t));
-    qg_array_free(&index->alloc, (void **)&g->nodes, &g->node_capacity, PG_NODE);
+    qg_array_free(&index->alloc, (void **)&g->start, &g->start_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t));
+    qg_array_free(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t));
+    qg_array_free(&index->alloc, (void **)&g->tail_head, &g->tail_head_capacity, sizeof(uint16_t));
 }
 
 static qg_status point_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
@@ -289,23 +440,29 @@ static qg_status point_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg
     point_grid *g = (point_grid *)index;
     if (!pg_fits(g, box))
         return QG_ERR_CAPACITY;
-    if (!qg_txn_reserve(txn, (void **)&g->nodes, &g->node_capacity, PG_NODE, (int64_t)h + 1))
+    // count does not include h yet: a rebuild lists count + 1 elements.
+    const int64_t slots = (int64_t)index->count + 1;
+    if (!qg_txn_reserve(txn, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), (int64_t)h + 1) ||
+        !qg_txn_reserve(txn, (void **)&g->order, &g->order_capacity, sizeof(int32_t), slots) ||
+        !qg_txn_reserve(txn, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t), (int64_t)g->order_capacity + PG_PAD))
         return QG_ERR_NOMEM;
-    const pg_point p = pg_point_of(g, box.min_x, box.min_y);
-    pg_link(g, pg_cell_of(g, p), h, p);
+    pg_tail_add(g, h, pg_box_point(g, box));
     return QG_OK;
 }
 
 static void point_grid_remove(qg_index *index, qg_handle h)
 {
     point_grid *g = (point_grid *)index;
-    const qg_rect b = index->boxes[h];
-    pg_unlink(g, pg_cell_of(g, pg_point_of(g, b.min_x, b.min_y)), h);
+    const pg_point p = pg_box_point(g, index->boxes[h]);
+    if (g->hb[h] & PG_HB_TAIL)
+        pg_tail_unlink(g, h, p.y >> PG_QBITS);
+    else
+        pg_unlist(g, h, p);
 }
 
 static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    (void)txn; // a move never allocates: the element keeps its node
+    (void)txn; // a move never allocates: the slots hold every element
     point_grid *g = (point_grid *)index;
     if (!pg_fits(g, box))
         return QG_ERR_CAPACITY;
@@ -313,16 +470,26 @@ static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     index->boxes[h] = box;
     pg_point op, np;
     pg_point_pair(g, old, box, &op, &np);
-    if (((op.x ^ np.x) | (op.y ^ np.y)) >> PG_QBITS == 0) {
-        pg_set_q(g, h, np); // same cell: only the offsets change
-        return QG_OK;
+    const uint32_t bits = g->hb[h];
+    if (!(bits & PG_HB_TAIL)) {
+        // The element keeps its slot while its new point stays in the
+        // margins of its home cell.
+        g->fresh = false;
+        const int32_t hx = pg_home(op.x >> PG_QBITS, bits & 3), hy = pg_home(op.y >> PG_QBITS, bits >> 2 & 3);
+        if ((uint32_t)(np.x - (hx << PG_QBITS) + PG_M) < PG_SPAN && (uint32_t)(np.y - (hy << PG_QBITS) + PG_M) < PG_SPAN)
+            return QG_OK;
+        pg_unlist(g, h, op);
+    } else {
+        const int32_t orow = op.y >> PG_QBITS, nrow = np.y >> PG_QBITS;
+        if (orow == nrow)
+            return QG_OK;
+        pg_tail_unlink(g, h, orow);
     }
-    pg_unlink(g, pg_cell_of(g, op), h);
-    pg_link(g, pg_cell_of(g, np), h, np);
+    pg_tail_add(g, h, np);
     return QG_OK;
 }
 
-/// Gives back the spare capacity of an array indexed by handle.
+/// Gives back the spare capacity of a per-handle or per-slot array.
 static void pg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem, int32_t keep)
 {
     if (keep < 16)
@@ -336,14 +503,23 @@ static void pg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem
 static void point_grid_cleanup(qg_index *index)
 {
     point_grid *g = (point_grid *)index;
-    // The grid has no upkeep; memory does. Once no handle was issued since
-    // the last cleanup (a steady population), the per-handle arrays shrink
-    // to the handles in use. Waiting for a steady call keeps a growing
-    // population from paying a shrink and a regrow every frame.
+    // Rebuild after any move (searches read boxes until then), and once the
+    // tail and the tombstones are more than a sliver of the population.
+    const int64_t stale = (int64_t)g->tail + g->tombstones;
+    if (!g->fresh || (stale > 0 && stale * 64 >= index->count))
+        pg_rebuild(g);
+    // Memory: once no handle was issued since the last cleanup (a steady
+    // population), the arrays shrink to what is in use. Waiting for a steady
+    // call keeps a growing population from paying a shrink and a regrow
+    // every frame.
     const int32_t high = index->box_high;
     if (high > 0 && high == g->steady_high) {
         pg_trim(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high);
-        pg_trim(&index->alloc, (void **)&g->nodes, &g->node_capacity, PG_NODE, high);
+        pg_trim(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), high);
+        if (g->tail == 0 && g->tombstones == 0) {
+            pg_trim(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(int32_t), index->count);
+            pg_trim(&index->alloc, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t), g->order_capacity + PG_PAD);
+        }
     }
     g->steady_high = high;
 }
@@ -351,7 +527,12 @@ static void point_grid_cleanup(qg_index *index)
 static void point_grid_clear(qg_index *index)
 {
     point_grid *g = (point_grid *)index;
-    memset(g->heads, 0xff, (size_t)g->cols * g->rows * sizeof(int32_t));
+    // The base has not reset its slots yet: a rebuild would list them.
+    memset(g->start, 0, ((size_t)g->cols * g->rows + 1) * sizeof(int32_t));
+    for (int32_t r = 0; r < g->rows; ++r)
+        g->tail_head[r] = PG_TAIL_END;
+    g->listed = g->tail = g->tombstones = 0;
+    g->fresh = true;
 }
 
 static void point_grid_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
@@ -360,13 +541,17 @@ static void point_grid_query(const qg_index *index, qg_rect area, qg_query_fn *f
     const point_grid *g = (const point_grid *)index;
     const pg_point lo = pg_point_of(g, pg_widen(g, area.min_x), pg_widen(g, area.min_y));
     const pg_point hi = pg_point_of(g, area.max_x, area.max_y);
-    const int32_t cx0 = lo.x >> PG_QBITS, cx1 = hi.x >> PG_QBITS;
-    const int32_t cy0 = lo.y >> PG_QBITS, cy1 = hi.y >> PG_QBITS;
+    int32_t cx0, cy0, cx1, cy1;
+    pg_cell_range(g, lo, hi, &cx0, &cy0, &cx1, &cy1);
     for (int32_t cy = cy0; cy <= cy1; ++cy) {
         for (int32_t cx = cx0; cx <= cx1; ++cx) {
+            const int32_t c = cy * g->cols + cx;
             stats->nodes_visited++;
-            for (int32_t h = g->heads[cy * g->cols + cx]; h >= 0; h = pg_next(g, h)) {
-                const pg_point p = pg_node_point(g, h, cx, cy);
+            for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s) {
+                const qg_handle h = g->order[s];
+                if (h < 0)
+                    continue;
+                const pg_point p = pg_slot_point(g, s, h, cx, cy);
                 if ((p.x < lo.x) | (p.x > hi.x) | (p.y < lo.y) | (p.y > hi.y))
                     continue;
                 stats->elements_tested++;
@@ -375,16 +560,19 @@ static void point_grid_query(const qg_index *index, qg_rect area, qg_query_fn *f
             }
         }
     }
+    if (g->tail == 0)
+        return;
+    for (int32_t row = lo.y >> PG_QBITS; row <= hi.y >> PG_QBITS; ++row) {
+        for (uint32_t t = g->tail_head[row]; t != PG_TAIL_END;) {
+            const int32_t s = g->listed + (int32_t)t;
+            const qg_handle h = g->order[s];
+            t = g->sq[s];
+            stats->elements_tested++;
+            if (qg_overlaps(index->boxes[h], area) && !fn(h, user))
+                return;
+        }
+    }
 }
-
-/// One row of a strip, gathered and sorted by x: handles and points, x from
-/// the strip's first gathered column, y inside the row.
-typedef struct pg_row {
-    int32_t n;      ///< elements gathered
-    int32_t m0, m1; ///< the strip's own columns: elements [m0, m1)
-    int32_t handle[PG_ROW_CAP];
-    int16_t x[PG_ROW_CAP], y[PG_ROW_CAP];
-} pg_row;
 
 /// Candidate pairs waiting for their exact test.
 typedef struct pg_batch {
@@ -392,12 +580,6 @@ typedef struct pg_batch {
     int n;
     int64_t tested;
 } pg_batch;
-
-#if defined(__GNUC__)
-#define PG_PREFETCH(p) __builtin_prefetch(p)
-#else
-#define PG_PREFETCH(p) ((void)(p))
-#endif
 
 /// Tests the batched candidates against their boxes and reports the pairs;
 /// false when the callback asked to stop.
@@ -425,142 +607,174 @@ static inline bool pg_candidate(const point_grid *g, pg_batch *bt, qg_handle a, 
     return ++bt->n < PG_BATCH || pg_flush(g, bt, fn, user);
 }
 
-/// Gathers row cy, columns [g0, g1), into r sorted by x; the strip's own
-/// columns are [c0, c1). False when the row does not fit.
-///
-/// Each cell's list is a chain of dependent loads scattered over the node
-/// array. The chains of the row are first walked side by side, one link of
-/// each per round, so their cache misses overlap instead of queueing; the
-/// second walk, which fills r, then finds every node in cache.
-static bool pg_gather(const point_grid *g, int32_t cy, int32_t g0, int32_t g1, int32_t c0, int32_t c1, pg_row *r)
+/// Candidates of a (point pa) among the slots [s_lo, s_hi) of cell (nx, ny):
+/// those whose points are within reach.
+static bool pg_scan(const point_grid *g, pg_batch *bt, qg_handle a, pg_point pa, int32_t s_lo, int32_t s_hi, int32_t nx,
+                    int32_t ny, qg_pair_fn *fn, void *user)
 {
-    const int32_t *heads = g->heads + (size_t)cy * g->cols;
-    const uint8_t *nodes = g->nodes;
-    const int32_t w = g1 - g0;
-    int32_t cursor[PG_STRIP + 2];
-    int32_t total = 0;
-    for (int32_t i = 0; i < w; ++i) {
-        cursor[i] = heads[g0 + i];
-        if (cursor[i] >= 0)
-            PG_PREFETCH(nodes + (size_t)cursor[i] * PG_NODE);
-    }
-    for (bool active = true; active && total <= PG_ROW_CAP;) {
-        active = false;
-        for (int32_t i = 0; i < w; ++i) {
-            const int32_t h = cursor[i];
-            if (h < 0)
-                continue;
-            int32_t n;
-            memcpy(&n, nodes + (size_t)h * PG_NODE, sizeof n);
-            cursor[i] = n;
-            if (n >= 0)
-                PG_PREFETCH(nodes + (size_t)n * PG_NODE);
-            total++;
-            active = true;
-        }
-    }
-    if (total > PG_ROW_CAP)
-        return false;
-    int32_t k = 0;
-    for (int32_t cx = g0; cx < g1; ++cx) {
-        if (cx == c0)
-            r->m0 = k;
-        if (cx == c1)
-            r->m1 = k;
-        const int32_t first = k;
-        const int16_t base = (int16_t)((cx - g0) << PG_QBITS);
-        for (int32_t h = heads[cx]; h >= 0;) {
-            const int32_t self = h;
-            const uint8_t *nd = nodes + (size_t)h * PG_NODE;
-            const int16_t x = (int16_t)(base + nd[4]);
-            const int16_t y = nd[5];
-            memcpy(&h, nd, sizeof h);
-            // Insertion sort: the cells come in column order, so an element
-            // only moves past the ones gathered before it from its own cell.
-            int32_t j = k;
-            while (j > first && r->x[j - 1] > x) {
-                r->x[j] = r->x[j - 1];
-                r->y[j] = r->y[j - 1];
-                r->handle[j] = r->handle[j - 1];
-                j--;
-            }
-            r->x[j] = x;
-            r->y[j] = y;
-            r->handle[j] = self;
-            k++;
-        }
-    }
-    if (g1 == c1)
-        r->m1 = k;
-    r->n = k;
-    return true;
-}
-
-/// Pairs of a gathered row (cur) with itself and with the row above (prev,
-/// NULL on the first row), both gathered over the same columns: a sweep
-/// along x over the strip's own elements. Each own element pairs with the
-/// elements after it in its row and with those of the row above within
-/// reach, so a pair in one row is found from its left element, and a pair
-/// across two rows from the lower element, once.
-static bool pg_pairs_rows(const point_grid *g, pg_batch *bt, const pg_row *cur, const pg_row *prev, qg_pair_fn *fn,
-                          void *user)
-{
-    const int32_t rx = g->reach_x, ry = g->reach_y;
-    const int32_t n = cur->n, pn = prev ? prev->n : 0;
-    int32_t lo = 0;
-    for (int32_t i = cur->m0; i < cur->m1; ++i) {
-        const qg_handle a = cur->handle[i];
-        const int32_t x = cur->x[i], y = cur->y[i];
-        for (int32_t j = i + 1; j < n && cur->x[j] <= x + rx; ++j) {
-            const int32_t dy = cur->y[j] - y;
-            if ((dy >= -ry) & (dy <= ry) && !pg_candidate(g, bt, a, cur->handle[j], fn, user))
-                return false;
-        }
-        while (lo < pn && prev->x[lo] < x - rx)
-            lo++;
-        // The row above lies PG_Q quanta higher: dy is positive.
-        const int32_t yb = y + PG_Q - ry;
-        for (int32_t j = lo; j < pn && prev->x[j] <= x + rx; ++j) {
-            if (prev->y[j] >= yb && !pg_candidate(g, bt, a, prev->handle[j], fn, user))
-                return false;
-        }
-    }
-    return true;
-}
-
-/// Candidates of a against the list of cell (cx, cy), starting at h.
-static bool pg_scan_list(const point_grid *g, pg_batch *bt, int32_t h, int32_t cx, int32_t cy, pg_point p,
-                         qg_handle a, qg_pair_fn *fn, void *user)
-{
-    for (; h >= 0; h = pg_next(g, h)) {
-        const pg_point q = pg_node_point(g, h, cx, cy);
-        const int32_t dx = q.x - p.x, dy = q.y - p.y;
+    for (int32_t s = s_lo; s < s_hi; ++s) {
+        const qg_handle b = g->order[s];
+        if (b < 0)
+            continue;
+        const pg_point pb = pg_slot_point(g, s, b, nx, ny);
+        const int32_t dx = pb.x - pa.x, dy = pb.y - pa.y;
         if ((dx >= -g->reach_x) & (dx <= g->reach_x) & (dy >= -g->reach_y) & (dy <= g->reach_y) &&
-            !pg_candidate(g, bt, a, h, fn, user))
+            !pg_candidate(g, bt, a, b, fn, user))
             return false;
     }
     return true;
 }
 
-/// Pairs of row cy in columns [c0, c1), walking the lists in place: for rows
-/// too dense to gather. Same neighbours as pg_pairs_rows.
-static bool pg_pairs_in_place(const point_grid *g, pg_batch *bt, int32_t cy, int32_t c0, int32_t c1,
-                              qg_pair_fn *fn, void *user)
+/// Pairs of the listed elements of cell (cx, cy) with the elements listed
+/// after them in the cell, in the next cell of the row and in the three
+/// cells below. Partners are never two cells apart, so each pair is found
+/// once: within a row from its element in the earlier slot, across rows
+/// from its element in the upper row.
+static bool pg_pairs_cell(const point_grid *g, pg_batch *bt, int32_t cx, int32_t cy, qg_pair_fn *fn, void *user)
 {
-    for (int32_t cx = c0; cx < c1; ++cx) {
-        for (int32_t a = g->heads[cy * g->cols + cx]; a >= 0; a = pg_next(g, a)) {
-            const pg_point p = pg_node_point(g, a, cx, cy);
-            if (!pg_scan_list(g, bt, pg_next(g, a), cx, cy, p, a, fn, user))
+    const int32_t c = cy * g->cols + cx;
+    const int32_t *start = g->start;
+    const bool east = cx + 1 < g->cols;
+    const int32_t bx0 = cx > 0 ? cx - 1 : 0, bx1 = east ? cx + 1 : cx;
+    for (int32_t sa = start[c]; sa < start[c + 1]; ++sa) {
+        const qg_handle a = g->order[sa];
+        if (a < 0)
+            continue;
+        const pg_point pa = pg_slot_point(g, sa, a, cx, cy);
+        if (!pg_scan(g, bt, a, pa, sa + 1, start[c + 1], cx, cy, fn, user))
+            return false;
+        if (east && !pg_scan(g, bt, a, pa, start[c + 1], start[c + 2], cx + 1, cy, fn, user))
+            return false;
+        if (cy == 0)
+            continue;
+        for (int32_t bx = bx0; bx <= bx1; ++bx) {
+            const int32_t b = c - g->cols + (bx - cx);
+            if (!pg_scan(g, bt, a, pa, start[b], start[b + 1], bx, cy - 1, fn, user))
                 return false;
-            if (cx + 1 < g->cols &&
-                !pg_scan_list(g, bt, g->heads[cy * g->cols + cx + 1], cx + 1, cy, p, a, fn, user))
+        }
+    }
+    return true;
+}
+
+#if defined(__SSE2__)
+/// Chunks of eight neighbour slots one cell's block compare can hold.
+#define PG_CHUNKS 24
+
+/// Eight neighbour slots for pg_pairs_cell_fresh: their points relative to
+/// the origin of the cell being paired, and which lanes count.
+typedef struct pg_chunk {
+    __m128i x, y;
+    int32_t slot;  ///< first slot of the eight
+    uint32_t lanes; ///< movemask bits of the lanes inside the range
+    bool own;       ///< the cell's own slots: only lanes after a count
+} pg_chunk;
+
+/// pg_pairs_cell on a fresh snapshot: the points of the five neighbour
+/// ranges are loaded eight at a time, moved to this cell's origin once, and
+/// each element of the cell is compared with eight of them per step (the
+/// snapshot has PG_PAD slots of slack, so a load past a range stays in the
+/// array; the lanes past it are masked off). False when the cell needs
+/// more chunks than fit (the caller falls back to pg_pairs_cell).
+static bool pg_pairs_cell_fresh(const point_grid *g, pg_batch *bt, int32_t cx, int32_t cy, qg_pair_fn *fn,
+                                void *user, bool *stop)
+{
+    const int32_t c = cy * g->cols + cx;
+    const int32_t *start = g->start;
+    const int32_t s0 = start[c], s1 = start[c + 1];
+    if (s0 == s1)
+        return true;
+    // The neighbour ranges and how far their cells' origins lie from this
+    // one's, in quanta.
+    int32_t lo[5], hi[5], shx[5], shy[5], nr = 0;
+    lo[nr] = s0, hi[nr] = s1, shx[nr] = 0, shy[nr++] = 0;
+    if (cx + 1 < g->cols)
+        lo[nr] = s1, hi[nr] = start[c + 2], shx[nr] = PG_Q, shy[nr++] = 0;
+    if (cy > 0) {
+        for (int32_t bx = cx > 0 ? cx - 1 : 0; bx <= cx + 1 && bx < g->cols; ++bx) {
+            const int32_t b = c - g->cols + (bx - cx);
+            lo[nr] = start[b], hi[nr] = start[b + 1], shx[nr] = (bx - cx) * PG_Q, shy[nr++] = -PG_Q;
+        }
+    }
+    pg_chunk ch[PG_CHUNKS];
+    int32_t nc = 0;
+    const __m128i low_byte = _mm_set1_epi16(0xFF);
+    for (int32_t r = 0; r < nr; ++r) {
+        const __m128i sx = _mm_set1_epi16((int16_t)shx[r]), sy = _mm_set1_epi16((int16_t)shy[r]);
+        for (int32_t t = lo[r]; t < hi[r]; t += 8) {
+            if (nc == PG_CHUNKS)
                 return false;
-            if (cy == 0)
-                continue;
-            for (int32_t nx = cx > 0 ? cx - 1 : 0; nx <= cx + 1 && nx < g->cols; ++nx) {
-                if (!pg_scan_list(g, bt, g->heads[(cy - 1) * g->cols + nx], nx, cy - 1, p, a, fn, user))
-                    return false;
+            const __m128i v = _mm_loadu_si128((const __m128i *)(g->sq + t));
+            ch[nc].x = _mm_add_epi16(_mm_and_si128(v, low_byte), sx);
+            ch[nc].y = _mm_add_epi16(_mm_srli_epi16(v, 8), sy);
+            ch[nc].slot = t;
+            ch[nc].lanes = hi[r] - t >= 8 ? 0xFFFFu : (1u << (2 * (hi[r] - t))) - 1u;
+            ch[nc].own = r == 0;
+            nc++;
+        }
+    }
+    // |d| <= reach as one unsigned compare: d + reach saturating-minus
+    // 2 * reach is zero.
+    const __m128i rx2 = _mm_set1_epi16((int16_t)(2 * g->reach_x));
+    const __m128i ry2 = _mm_set1_epi16((int16_t)(2 * g->reach_y));
+    const __m128i zero = _mm_setzero_si128();
+    for (int32_t sa = s0; sa < s1; ++sa) {
+        const qg_handle a = g->order[sa];
+        if (a < 0)
+            continue;
+        const uint32_t qa = g->sq[sa];
+        // Offsets into the same frame as the chunks, plus the reach.
+        const __m128i ax = _mm_set1_epi16((int16_t)((int32_t)(qa & 0xFF) - g->reach_x));
+        const __m128i ay = _mm_set1_epi16((int16_t)((int32_t)(qa >> 8) - g->reach_y));
+        for (int32_t k = 0; k < nc; ++k) {
+            uint32_t lanes = ch[k].lanes;
+            if (ch[k].own) {
+                const int32_t after = sa - ch[k].slot; // lanes up to this one are a or before it
+                lanes = after >= 7 ? 0u : after < 0 ? lanes : lanes & (0xFFFFu << (2 * (after + 1)));
             }
+            const __m128i dx = _mm_sub_epi16(ch[k].x, ax), dy = _mm_sub_epi16(ch[k].y, ay);
+            const __m128i in = _mm_and_si128(_mm_cmpeq_epi16(_mm_subs_epu16(dx, rx2), zero),
+                                             _mm_cmpeq_epi16(_mm_subs_epu16(dy, ry2), zero));
+            uint32_t mask = (uint32_t)_mm_movemask_epi8(in) & lanes;
+            while (mask != 0) {
+                const int32_t s = ch[k].slot + (__builtin_ctz(mask) >> 1);
+                mask &= mask - 1u;
+                mask &= mask - 1u; // two bits per 16-bit lane
+                const qg_handle b = g->order[s];
+                if (b >= 0 && !pg_candidate(g, bt, a, b, fn, user)) {
+                    *stop = true;
+                    return true;
+                }
+            }
+        }
+    }
+    return true;
+}
+#endif
+
+/// Pairs of tail element a (tail index t, point p) with the snapshot and
+/// with the tail elements after it.
+static bool pg_pairs_tail(const point_grid *g, pg_batch *bt, int32_t t, qg_handle a, pg_point p, qg_pair_fn *fn,
+                          void *user)
+{
+    const pg_point lo = {p.x - g->reach_x, p.y - g->reach_y};
+    const pg_point hi = {p.x + g->reach_x, p.y + g->reach_y};
+    int32_t cx0, cy0, cx1, cy1;
+    pg_cell_range(g, lo, hi, &cx0, &cy0, &cx1, &cy1);
+    for (int32_t cy = cy0; cy <= cy1; ++cy) {
+        for (int32_t cx = cx0; cx <= cx1; ++cx) {
+            const int32_t c = cy * g->cols + cx;
+            if (!pg_scan(g, bt, a, p, g->start[c], g->start[c + 1], cx, cy, fn, user))
+                return false;
+        }
+    }
+    const int32_t r0 = lo.y > 0 ? lo.y >> PG_QBITS : 0;
+    const int32_t r1 = (hi.y >> PG_QBITS) < g->rows ? hi.y >> PG_QBITS : g->rows - 1;
+    for (int32_t row = r0; row <= r1; ++row) {
+        for (uint32_t u = g->tail_head[row]; u != PG_TAIL_END;) {
+            const int32_t s = g->listed + (int32_t)u;
+            if ((int32_t)u > t && !pg_candidate(g, bt, a, g->order[s], fn, user))
+                return false;
+            u = g->sq[s];
         }
     }
     return true;
@@ -569,31 +783,28 @@ static bool pg_pairs_in_place(const point_grid *g, pg_batch *bt, int32_t cy, int
 static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     const point_grid *g = (const point_grid *)index;
-    pg_row rows[2];
     pg_batch bt;
     bt.n = 0;
     bt.tested = 0;
     stats->nodes_visited = (int64_t)g->cols * g->rows;
-    for (int32_t c0 = 0; c0 < g->cols; c0 += PG_STRIP) {
-        const int32_t c1 = c0 + PG_STRIP < g->cols ? c0 + PG_STRIP : g->cols;
-        const int32_t g0 = c0 > 0 ? c0 - 1 : 0, g1 = c1 < g->cols ? c1 + 1 : c1;
-        pg_row *cur = &rows[0], *prev = NULL;
-        for (int32_t cy = 0; cy < g->rows; ++cy) {
-            const bool fit = pg_gather(g, cy, g0, g1, c0, c1, cur);
-            bool go;
-            if (fit && (prev != NULL || cy == 0))
-                go = pg_pairs_rows(g, &bt, cur, prev, fn, user);
-            else
-                go = pg_pairs_in_place(g, &bt, cy, c0, c1, fn, user);
-            if (!go)
-                goto stop;
-            if (fit) {
-                prev = cur;
-                cur = cur == &rows[0] ? &rows[1] : &rows[0];
-            } else {
-                prev = NULL;
+    for (int32_t cy = 0; cy < g->rows; ++cy) {
+        for (int32_t cx = 0; cx < g->cols; ++cx) {
+#if defined(__SSE2__)
+            bool stop = false;
+            if (g->fresh && pg_pairs_cell_fresh(g, &bt, cx, cy, fn, user, &stop)) {
+                if (stop)
+                    goto stop;
+                continue;
             }
+#endif
+            if (!pg_pairs_cell(g, &bt, cx, cy, fn, user))
+                goto stop;
         }
+    }
+    for (int32_t t = 0; t < g->tail; ++t) {
+        const qg_handle a = g->order[g->listed + t];
+        if (a >= 0 && !pg_pairs_tail(g, &bt, t, a, pg_box_point(g, index->boxes[a]), fn, user))
+            goto stop;
     }
     pg_flush(g, &bt, fn, user);
 stop:
@@ -613,49 +824,128 @@ static void point_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
     const point_grid *g = (const point_grid *)index;
     const qg_rect b = index->config.bounds;
     const float w = (b.max_x - b.min_x) / (float)g->cols, hgt = (b.max_y - b.min_y) / (float)g->rows;
+    // Tail elements count in the cell of their point, gathered a chunk of
+    // columns at a time (one walk of the row's list per chunk).
+    enum { CHUNK = 256 };
+    int32_t extra[CHUNK];
     for (int32_t cy = 0; cy < g->rows; ++cy) {
-        for (int32_t cx = 0; cx < g->cols; ++cx) {
-            int32_t count = 0;
-            for (int32_t h = g->heads[cy * g->cols + cx]; h >= 0; h = pg_next(g, h))
-                count++;
-            const qg_rect r = {b.min_x + (float)cx * w, b.min_y + (float)cy * hgt,
-                               cx + 1 == g->cols ? b.max_x : b.min_x + (float)(cx + 1) * w,
-                               cy + 1 == g->rows ? b.max_y : b.min_y + (float)(cy + 1) * hgt};
-            fn(r, 0, count, user);
+        for (int32_t x0 = 0; x0 < g->cols; x0 += CHUNK) {
+            const int32_t x1 = x0 + CHUNK < g->cols ? x0 + CHUNK : g->cols;
+            memset(extra, 0, sizeof extra);
+            for (uint32_t t = g->tail_head[cy]; t != PG_TAIL_END;) {
+                const int32_t s = g->listed + (int32_t)t;
+                const int32_t cx = pg_box_point(g, index->boxes[g->order[s]]).x >> PG_QBITS;
+                if (cx >= x0 && cx < x1)
+                    extra[cx - x0]++;
+                t = g->sq[s];
+            }
+            for (int32_t cx = x0; cx < x1; ++cx) {
+                const int32_t c = cy * g->cols + cx;
+                int32_t count = extra[cx - x0];
+                for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s)
+                    count += g->order[s] >= 0;
+                const qg_rect r = {b.min_x + (float)cx * w, b.min_y + (float)cy * hgt,
+                                   cx + 1 == g->cols ? b.max_x : b.min_x + (float)(cx + 1) * w,
+                                   cy + 1 == g->rows ? b.max_y : b.min_y + (float)(cy + 1) * hgt};
+                fn(r, 0, count, user);
+            }
         }
     }
+}
+
+/// True when the element at slot s of cell (cx, cy) is live, listed there
+/// (its point in the cell's margins, its home bits naming the cell, its
+/// offsets exact while fresh) and at no earlier slot of the cell.
+static bool pg_listed_valid(const point_grid *g, qg_handle h, int32_t s, int32_t cx, int32_t cy)
+{
+    const qg_index *index = &g->base;
+    if (!qg_slot_live(index, h) || !pg_fits(g, index->boxes[h]))
+        return false;
+    const uint32_t bits = g->hb[h];
+    if (bits != (uint32_t)((cx & 3) | (cy & 3) << 2))
+        return false;
+    const pg_point p = pg_box_point(g, index->boxes[h]);
+    if ((uint32_t)(p.x - (cx << PG_QBITS) + PG_M) >= PG_SPAN || (uint32_t)(p.y - (cy << PG_QBITS) + PG_M) >= PG_SPAN)
+        return false;
+    if (g->fresh && g->sq[s] != pg_offsets(p, cx, cy))
+        return false;
+    for (int32_t e = g->start[cy * g->cols + cx]; e < s; ++e) {
+        if (g->order[e] == h)
+            return false;
+    }
+    return true;
 }
 
 static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
 {
     const point_grid *g = (const point_grid *)index;
     const int64_t cells = (int64_t)g->cols * g->rows;
-    if (cells < 1 || cells > g->head_capacity || (g->reach_x > PG_Q && g->cols > 1) ||
-        (g->reach_y > PG_Q && g->rows > 1))
+    if (cells < 1 || cells + 1 > g->start_capacity || g->rows > g->tail_head_capacity ||
+        (g->reach_x > PG_MAX_REACH && g->cols > 1) || (g->reach_y > PG_MAX_REACH && g->rows > 1))
         return QG_ERR_INVALID;
-    if (index->box_high > 0 && g->node_capacity < index->box_high)
+    if (index->box_high > 0 && g->hb_capacity < index->box_high)
         return QG_ERR_INVALID;
-    // Every list is acyclic and holds live handles in the cell of their
-    // point, with the offsets of that point; the lists hold count elements.
-    int64_t listed = 0;
+    if (g->listed < 0 || g->tail < 0 || g->tail > (int32_t)PG_TAIL_END || (g->order_capacity > 0 && g->sq_capacity < g->order_capacity + PG_PAD) ||
+        (int64_t)g->listed + g->tail > g->order_capacity || g->order_capacity < index->count)
+        return QG_ERR_INVALID;
+    if (g->start[0] != 0 || g->start[cells] != g->listed)
+        return QG_ERR_INVALID;
+    // The snapshot: every slot of every cell a tombstone or an element
+    // listed there, once.
+    int64_t listed = 0, tombs = 0;
     for (int32_t cy = 0; cy < g->rows; ++cy) {
         for (int32_t cx = 0; cx < g->cols; ++cx) {
-            int64_t len = 0;
-            for (int32_t h = g->heads[cy * g->cols + cx]; h >= 0; h = pg_next(g, h)) {
-                if (++len > index->count || !qg_slot_live(index, h))
+            const int32_t c = cy * g->cols + cx;
+            if (g->start[c] > g->start[c + 1])
+                return QG_ERR_INVALID;
+            for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s) {
+                const qg_handle h = g->order[s];
+                if (h == -1) {
+                    tombs++;
+                    continue;
+                }
+                if (!pg_listed_valid(g, h, s, cx, cy))
                     return QG_ERR_INVALID;
-                const qg_rect b = index->boxes[h];
-                const pg_point p = pg_point_of(g, b.min_x, b.min_y);
-                const pg_point q = pg_node_point(g, h, cx, cy);
-                if (!pg_fits(g, b) || p.x != q.x || p.y != q.y)
-                    return QG_ERR_INVALID;
+                listed++;
             }
-            listed += len;
         }
     }
-    if (listed != index->count)
+    // The tail: each used slot a tombstone or in the list of its point's row.
+    int64_t tail = 0;
+    for (int32_t t = 0; t < g->tail; ++t) {
+        const qg_handle h = g->order[g->listed + t];
+        if (h == -1) {
+            tombs++;
+            continue;
+        }
+        if (!qg_slot_live(index, h) || !(g->hb[h] & PG_HB_TAIL) || !pg_fits(g, index->boxes[h]))
+            return QG_ERR_INVALID;
+        tail++;
+        const int32_t row = pg_box_point(g, index->boxes[h]).y >> PG_QBITS;
+        int32_t steps = 0;
+        uint32_t u = g->tail_head[row];
+        while (u != PG_TAIL_END && (int32_t)u != t) {
+            if ((int32_t)u >= g->tail || ++steps > g->tail)
+                return QG_ERR_INVALID;
+            u = g->sq[g->listed + (int32_t)u];
+        }
+        if (u == PG_TAIL_END)
+            return QG_ERR_INVALID;
+    }
+    // The lists hold exactly the live tail slots (a tombstone is unlinked).
+    int64_t linked = 0;
+    for (int32_t r = 0; r < g->rows; ++r) {
+        for (uint32_t u = g->tail_head[r]; u != PG_TAIL_END; ++linked) {
+            if ((int32_t)u >= g->tail || linked > g->tail || g->order[g->listed + (int32_t)u] < 0)
+                return QG_ERR_INVALID;
+            u = g->sq[g->listed + (int32_t)u];
+        }
+    }
+    if (listed + tail != index->count || linked != tail || tombs != g->tombstones)
         return QG_ERR_INVALID;
-    *bytes += (size_t)g->head_capacity * sizeof(int32_t) + (size_t)g->node_capacity * PG_NODE;
+    *bytes += (size_t)g->start_capacity * sizeof(int32_t) + (size_t)g->order_capacity * sizeof(int32_t) +
+              (size_t)g->sq_capacity * sizeof(uint16_t) + (size_t)g->hb_capacity * sizeof(uint8_t) +
+              (size_t)g->tail_head_capacity * sizeof(uint16_t);
     return QG_OK;
 }
 
