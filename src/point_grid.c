@@ -60,6 +60,12 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+// AVX2 is chosen at run time (qg_create asks the processor), so the library
+// still runs on any x86-64.
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define PG_HAVE_AVX2 1
+#endif
 
 /// Quanta per cell on each axis.
 #define PG_QBITS 7
@@ -83,7 +89,7 @@
 #define PG_TAIL_END 0xFFFFu
 /// Slots of sq past order's capacity, so the pair loop can load eight
 /// offsets at a time past the end of a range.
-#define PG_PAD 8
+#define PG_PAD 16
 /// Candidate pairs collected before their boxes are tested.
 #define PG_BATCH 128
 
@@ -109,6 +115,7 @@ typedef struct point_grid {
     int32_t tail;       ///< tail slots used: [listed, listed + tail)
     int32_t tombstones; ///< dead slots in the snapshot and the tail
     bool fresh;         ///< sq holds every listed element's current point
+    bool wide;          ///< the processor runs AVX2 (pg_pairs_cell_wide)
     int32_t cols, rows;
     int32_t gmax_x, gmax_y; ///< largest fixed-point coordinate: cols * PG_Q - 1
     float ox, oy;           ///< world origin
@@ -413,6 +420,9 @@ static qg_status point_grid_init(qg_index *index)
     g->reach_x = pg_reach(g->pad, g->sx);
     g->reach_y = pg_reach(g->pad, g->sy);
     g->steady_high = -1;
+#if defined(PG_HAVE_AVX2)
+    g->wide = __builtin_cpu_supports("avx2");
+#endif
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     const int32_t cells = g->cols * g->rows;
@@ -751,6 +761,100 @@ static bool pg_pairs_cell_fresh(const point_grid *g, pg_batch *bt, int32_t cx, i
 }
 #endif
 
+#if defined(PG_HAVE_AVX2)
+/// Chunks of sixteen slots one cell's AVX2 compare can hold.
+#define PG_WIDE_CHUNKS 12
+
+/// The AVX2 form of pg_pairs_cell_fresh: sixteen points per compare, and
+/// the neighbour ranges merged where they are contiguous in the snapshot
+/// (the cell's own slots with the next cell's, the three cells below),
+/// each lane moved to this cell's origin by the cell its slot falls in.
+/// About half the compares of the SSE2 form at the agents density.
+__attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid *g, pg_batch *bt, int32_t cx,
+                                                                int32_t cy, qg_pair_fn *fn, void *user, bool *stop)
+{
+    const int32_t c = cy * g->cols + cx;
+    const int32_t *start = g->start;
+    const int32_t s0 = start[c], s1 = start[c + 1];
+    if (s0 == s1)
+        return true;
+    // Range 0: this cell and the next one of the row; range 1: the cells
+    // below, columns bx0..bx1. b1, b2: where the second and third cell of
+    // a range begin (INT32_MAX when there is none).
+    const int32_t bx0 = cx > 0 ? cx - 1 : 0, bx1 = cx + 1 < g->cols ? cx + 1 : cx;
+    int32_t lo[2], hi[2], b1[2], b2[2], sh0[2], shy[2], nr = 0;
+    lo[nr] = s0, hi[nr] = bx1 > cx ? start[c + 2] : s1, b1[nr] = s1, b2[nr] = INT32_MAX, sh0[nr] = 0, shy[nr++] = 0;
+    if (cy > 0) {
+        const int32_t b = c - g->cols + (bx0 - cx);
+        lo[nr] = start[b], hi[nr] = start[b + (bx1 - bx0) + 1];
+        b1[nr] = bx0 + 1 <= bx1 ? start[b + 1] : INT32_MAX;
+        b2[nr] = bx0 + 2 <= bx1 ? start[b + 2] : INT32_MAX;
+        sh0[nr] = (bx0 - cx) * PG_Q, shy[nr++] = -PG_Q;
+    }
+    __m256i cx_[PG_WIDE_CHUNKS], cy_[PG_WIDE_CHUNKS];
+    int32_t slot[PG_WIDE_CHUNKS], end[PG_WIDE_CHUNKS];
+    int32_t nc = 0, own_chunks = 0;
+    const __m256i low_byte = _mm256_set1_epi16(0xFF), q = _mm256_set1_epi16(PG_Q);
+    const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int32_t r = 0; r < nr; ++r) {
+        for (int32_t t = lo[r]; t < hi[r]; t += 16) {
+            if (nc == PG_WIDE_CHUNKS)
+                return false;
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(g->sq + t));
+            // Slots relative to t, against the cell boundaries (clamped so
+            // they fit 16 bits; a far boundary is past every lane).
+            const int32_t d1 = b1[r] - t < 32 ? b1[r] - t : 32, d2 = b2[r] - t < 32 ? b2[r] - t : 32;
+            const __m256i m1 = _mm256_cmpgt_epi16(lane, _mm256_set1_epi16((int16_t)(d1 - 1)));
+            const __m256i m2 = _mm256_cmpgt_epi16(lane, _mm256_set1_epi16((int16_t)(d2 - 1)));
+            const __m256i sx = _mm256_add_epi16(_mm256_set1_epi16((int16_t)sh0[r]),
+                                                _mm256_add_epi16(_mm256_and_si256(m1, q), _mm256_and_si256(m2, q)));
+            cx_[nc] = _mm256_add_epi16(_mm256_and_si256(v, low_byte), sx);
+            cy_[nc] = _mm256_add_epi16(_mm256_srli_epi16(v, 8), _mm256_set1_epi16((int16_t)shy[r]));
+            slot[nc] = t;
+            end[nc] = hi[r];
+            nc++;
+        }
+        if (r == 0)
+            own_chunks = nc;
+    }
+    const __m256i rx2 = _mm256_set1_epi16((int16_t)(2 * g->reach_x));
+    const __m256i ry2 = _mm256_set1_epi16((int16_t)(2 * g->reach_y));
+    for (int32_t sa = s0; sa < s1; ++sa) {
+        const qg_handle a = g->order[sa];
+        if (a < 0)
+            continue;
+        const uint32_t qa = g->sq[sa];
+        const __m256i ax = _mm256_set1_epi16((int16_t)((int32_t)(qa & 0xFF) - g->reach_x));
+        const __m256i ay = _mm256_set1_epi16((int16_t)((int32_t)(qa >> 8) - g->reach_y));
+        // Range 0 counts only the slots after a (pairs within a row are
+        // found from their earlier slot); its chunks before a's are skipped.
+        for (int32_t k = (sa - s0) >> 4; k < nc; ++k) {
+            const int32_t first = k < own_chunks ? sa + 1 : slot[k];
+            const int32_t from = first > slot[k] ? first - slot[k] : 0, to = end[k] - slot[k];
+            if (from >= 16 || from >= to)
+                continue;
+            uint32_t lanes = to >= 16 ? 0xFFFFFFFFu : (1u << (2 * to)) - 1u;
+            lanes &= 0xFFFFFFFFu << (2 * from);
+            const __m256i dx = _mm256_sub_epi16(cx_[k], ax), dy = _mm256_sub_epi16(cy_[k], ay);
+            const __m256i in = _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_subs_epu16(dx, rx2), _mm256_setzero_si256()),
+                                                _mm256_cmpeq_epi16(_mm256_subs_epu16(dy, ry2), _mm256_setzero_si256()));
+            uint32_t mask = (uint32_t)_mm256_movemask_epi8(in) & lanes;
+            while (mask != 0) {
+                const int32_t s = slot[k] + (__builtin_ctz(mask) >> 1);
+                mask &= mask - 1u;
+                mask &= mask - 1u; // two bits per 16-bit lane
+                const qg_handle b = g->order[s];
+                if (b >= 0 && !pg_candidate(g, bt, a, b, fn, user)) {
+                    *stop = true;
+                    return true;
+                }
+            }
+        }
+    }
+    return true;
+}
+#endif
+
 /// Pairs of tail element a (tail index t, point p) with the snapshot and
 /// with the tail elements after it.
 static bool pg_pairs_tail(const point_grid *g, pg_batch *bt, int32_t t, qg_handle a, pg_point p, qg_pair_fn *fn,
@@ -789,10 +893,18 @@ static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     stats->nodes_visited = (int64_t)g->cols * g->rows;
     for (int32_t cy = 0; cy < g->rows; ++cy) {
         for (int32_t cx = 0; cx < g->cols; ++cx) {
-#if defined(__SSE2__)
+#if defined(PG_HAVE_AVX2)
             bool stop = false;
-            if (g->fresh && pg_pairs_cell_fresh(g, &bt, cx, cy, fn, user, &stop)) {
+            if (g->fresh && g->wide && pg_pairs_cell_wide(g, &bt, cx, cy, fn, user, &stop)) {
                 if (stop)
+                    goto stop;
+                continue;
+            }
+#endif
+#if defined(__SSE2__)
+            bool stop_ = false;
+            if (g->fresh && pg_pairs_cell_fresh(g, &bt, cx, cy, fn, user, &stop_)) {
+                if (stop_)
                     goto stop;
                 continue;
             }
