@@ -47,11 +47,13 @@
 //   part in an index of its own (the split of content part 6 recommends).
 // - Pairs walk the cells in order; each element is compared with the later
 //   slots of its cell, the next cell of its row and the three cells of the
-//   row below: five short contiguous ranges of the snapshot, eight points
-//   per SSE2 compare. A pair of one row is found from its element in the
+//   row below: short contiguous ranges of the snapshot, sixteen points per
+//   AVX2 compare where the processor has it (chosen at qg_create), one at a
+//   time otherwise. A pair of one row is found from its element in the
 //   earlier slot, a pair across two rows from the upper row: every pair
-//   once, with no sorting and no visited set. Tail elements then search
-//   the snapshot and the later tail elements around them.
+//   once, with no sorting and no visited set. Candidates are batched and
+//   their boxes prefetched before the exact test. Tail elements then
+//   search the snapshot and the later tail elements around them.
 // - Memory per element: 16 (the base's box) + 4 (order) + 2 (sq) + 1 (hb),
 //   plus 4 per cell; qg_cleanup gives spare capacity back once the
 //   population is steady.
@@ -259,11 +261,17 @@ static void pg_rebuild(point_grid *g)
     const int32_t cells = g->cols * g->rows;
     int32_t *start = g->start;
     memset(start, 0, ((size_t)cells + 1) * sizeof(int32_t));
-    for (int32_t h = 0; h < high; ++h) {
-        const qg_rect b = boxes[h];
-        if (!isnan(b.min_x))
-            start[pg_cell_of(g, pg_box_point(g, b))]++;
+    // Two boxes per mapping; a free slot (NaN) maps to a clamped point of
+    // no consequence and is not counted.
+    int32_t h = 0;
+    for (; h + 1 < high; h += 2) {
+        pg_point p0, p1;
+        pg_point_pair(g, boxes[h], boxes[h + 1], &p0, &p1);
+        start[pg_cell_of(g, p0)] += !isnan(boxes[h].min_x);
+        start[pg_cell_of(g, p1)] += !isnan(boxes[h + 1].min_x);
     }
+    if (h < high && !isnan(boxes[h].min_x))
+        start[pg_cell_of(g, pg_box_point(g, boxes[h]))]++;
     // Ends of the cells; the scatter below counts each back to its start.
     int32_t sum = 0;
     for (int32_t c = 0; c < cells; ++c) {
@@ -271,16 +279,18 @@ static void pg_rebuild(point_grid *g)
         start[c] = sum;
     }
     start[cells] = sum;
-    for (int32_t h = high - 1; h >= 0; --h) {
-        const qg_rect b = boxes[h];
-        if (isnan(b.min_x))
-            continue;
-        const pg_point p = pg_box_point(g, b);
-        const int32_t cx = p.x >> PG_QBITS, cy = p.y >> PG_QBITS;
-        const int32_t s = --start[cy * g->cols + cx];
-        g->order[s] = h;
-        g->sq[s] = (uint16_t)pg_offsets(p, cx, cy);
-        g->hb[h] = (uint8_t)((cx & 3) | (cy & 3) << 2);
+    for (h = high - 1; h >= 0; h -= 2) {
+        pg_point p[2];
+        pg_point_pair(g, boxes[h], boxes[h > 0 ? h - 1 : h], &p[0], &p[1]);
+        for (int32_t i = 0; i < 2 && h - i >= 0; ++i) {
+            if (isnan(boxes[h - i].min_x))
+                continue;
+            const int32_t cx = p[i].x >> PG_QBITS, cy = p[i].y >> PG_QBITS;
+            const int32_t s = --start[cy * g->cols + cx];
+            g->order[s] = h - i;
+            g->sq[s] = (uint16_t)pg_offsets(p[i], cx, cy);
+            g->hb[h - i] = (uint8_t)((cx & 3) | (cy & 3) << 2);
+        }
     }
     for (int32_t r = 0; r < g->rows; ++r)
         g->tail_head[r] = PG_TAIL_END;
@@ -666,110 +676,19 @@ static bool pg_pairs_cell(const point_grid *g, pg_batch *bt, int32_t cx, int32_t
     return true;
 }
 
-#if defined(__SSE2__)
-/// Chunks of eight neighbour slots one cell's block compare can hold.
-#define PG_CHUNKS 24
-
-/// Eight neighbour slots for pg_pairs_cell_fresh: their points relative to
-/// the origin of the cell being paired, and which lanes count.
-typedef struct pg_chunk {
-    __m128i x, y;
-    int32_t slot;  ///< first slot of the eight
-    uint32_t lanes; ///< movemask bits of the lanes inside the range
-    bool own;       ///< the cell's own slots: only lanes after a count
-} pg_chunk;
-
-/// pg_pairs_cell on a fresh snapshot: the points of the five neighbour
-/// ranges are loaded eight at a time, moved to this cell's origin once, and
-/// each element of the cell is compared with eight of them per step (the
-/// snapshot has PG_PAD slots of slack, so a load past a range stays in the
-/// array; the lanes past it are masked off). False when the cell needs
-/// more chunks than fit (the caller falls back to pg_pairs_cell).
-static bool pg_pairs_cell_fresh(const point_grid *g, pg_batch *bt, int32_t cx, int32_t cy, qg_pair_fn *fn,
-                                void *user, bool *stop)
-{
-    const int32_t c = cy * g->cols + cx;
-    const int32_t *start = g->start;
-    const int32_t s0 = start[c], s1 = start[c + 1];
-    if (s0 == s1)
-        return true;
-    // The neighbour ranges and how far their cells' origins lie from this
-    // one's, in quanta.
-    int32_t lo[5], hi[5], shx[5], shy[5], nr = 0;
-    lo[nr] = s0, hi[nr] = s1, shx[nr] = 0, shy[nr++] = 0;
-    if (cx + 1 < g->cols)
-        lo[nr] = s1, hi[nr] = start[c + 2], shx[nr] = PG_Q, shy[nr++] = 0;
-    if (cy > 0) {
-        for (int32_t bx = cx > 0 ? cx - 1 : 0; bx <= cx + 1 && bx < g->cols; ++bx) {
-            const int32_t b = c - g->cols + (bx - cx);
-            lo[nr] = start[b], hi[nr] = start[b + 1], shx[nr] = (bx - cx) * PG_Q, shy[nr++] = -PG_Q;
-        }
-    }
-    pg_chunk ch[PG_CHUNKS];
-    int32_t nc = 0;
-    const __m128i low_byte = _mm_set1_epi16(0xFF);
-    for (int32_t r = 0; r < nr; ++r) {
-        const __m128i sx = _mm_set1_epi16((int16_t)shx[r]), sy = _mm_set1_epi16((int16_t)shy[r]);
-        for (int32_t t = lo[r]; t < hi[r]; t += 8) {
-            if (nc == PG_CHUNKS)
-                return false;
-            const __m128i v = _mm_loadu_si128((const __m128i *)(g->sq + t));
-            ch[nc].x = _mm_add_epi16(_mm_and_si128(v, low_byte), sx);
-            ch[nc].y = _mm_add_epi16(_mm_srli_epi16(v, 8), sy);
-            ch[nc].slot = t;
-            ch[nc].lanes = hi[r] - t >= 8 ? 0xFFFFu : (1u << (2 * (hi[r] - t))) - 1u;
-            ch[nc].own = r == 0;
-            nc++;
-        }
-    }
-    // |d| <= reach as one unsigned compare: d + reach saturating-minus
-    // 2 * reach is zero.
-    const __m128i rx2 = _mm_set1_epi16((int16_t)(2 * g->reach_x));
-    const __m128i ry2 = _mm_set1_epi16((int16_t)(2 * g->reach_y));
-    const __m128i zero = _mm_setzero_si128();
-    for (int32_t sa = s0; sa < s1; ++sa) {
-        const qg_handle a = g->order[sa];
-        if (a < 0)
-            continue;
-        const uint32_t qa = g->sq[sa];
-        // Offsets into the same frame as the chunks, plus the reach.
-        const __m128i ax = _mm_set1_epi16((int16_t)((int32_t)(qa & 0xFF) - g->reach_x));
-        const __m128i ay = _mm_set1_epi16((int16_t)((int32_t)(qa >> 8) - g->reach_y));
-        for (int32_t k = 0; k < nc; ++k) {
-            uint32_t lanes = ch[k].lanes;
-            if (ch[k].own) {
-                const int32_t after = sa - ch[k].slot; // lanes up to this one are a or before it
-                lanes = after >= 7 ? 0u : after < 0 ? lanes : lanes & (0xFFFFu << (2 * (after + 1)));
-            }
-            const __m128i dx = _mm_sub_epi16(ch[k].x, ax), dy = _mm_sub_epi16(ch[k].y, ay);
-            const __m128i in = _mm_and_si128(_mm_cmpeq_epi16(_mm_subs_epu16(dx, rx2), zero),
-                                             _mm_cmpeq_epi16(_mm_subs_epu16(dy, ry2), zero));
-            uint32_t mask = (uint32_t)_mm_movemask_epi8(in) & lanes;
-            while (mask != 0) {
-                const int32_t s = ch[k].slot + (__builtin_ctz(mask) >> 1);
-                mask &= mask - 1u;
-                mask &= mask - 1u; // two bits per 16-bit lane
-                const qg_handle b = g->order[s];
-                if (b >= 0 && !pg_candidate(g, bt, a, b, fn, user)) {
-                    *stop = true;
-                    return true;
-                }
-            }
-        }
-    }
-    return true;
-}
-#endif
-
 #if defined(PG_HAVE_AVX2)
 /// Chunks of sixteen slots one cell's AVX2 compare can hold.
 #define PG_WIDE_CHUNKS 12
 
-/// The AVX2 form of pg_pairs_cell_fresh: sixteen points per compare, and
-/// the neighbour ranges merged where they are contiguous in the snapshot
-/// (the cell's own slots with the next cell's, the three cells below),
-/// each lane moved to this cell's origin by the cell its slot falls in.
-/// About half the compares of the SSE2 form at the agents density.
+/// pg_pairs_cell on a fresh snapshot with AVX2: the points of the
+/// neighbour ranges are loaded sixteen at a time, straight from sq (which
+/// has PG_PAD slots of slack, so a load past a range stays in the array;
+/// the lanes past it are masked off). The ranges are merged where they are
+/// contiguous in the snapshot (the cell's own slots with the next cell's,
+/// the three cells below), each lane moved to this cell's origin by the
+/// cell its slot falls in, once per cell; then each element of the cell is
+/// compared with sixteen points per step. False when the cell needs more
+/// chunks than fit (the caller falls back to pg_pairs_cell).
 __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid *g, pg_batch *bt, int32_t cx,
                                                                 int32_t cy, qg_pair_fn *fn, void *user, bool *stop)
 {
@@ -792,8 +711,9 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
         sh0[nr] = (bx0 - cx) * PG_Q, shy[nr++] = -PG_Q;
     }
     __m256i cx_[PG_WIDE_CHUNKS], cy_[PG_WIDE_CHUNKS];
-    int32_t slot[PG_WIDE_CHUNKS], end[PG_WIDE_CHUNKS];
-    int32_t nc = 0, own_chunks = 0;
+    int32_t slot[PG_WIDE_CHUNKS];
+    uint32_t lanes[PG_WIDE_CHUNKS];
+    int32_t nc = 0;
     const __m256i low_byte = _mm256_set1_epi16(0xFF), q = _mm256_set1_epi16(PG_Q);
     const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int32_t r = 0; r < nr; ++r) {
@@ -811,14 +731,13 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
             cx_[nc] = _mm256_add_epi16(_mm256_and_si256(v, low_byte), sx);
             cy_[nc] = _mm256_add_epi16(_mm256_srli_epi16(v, 8), _mm256_set1_epi16((int16_t)shy[r]));
             slot[nc] = t;
-            end[nc] = hi[r];
+            lanes[nc] = hi[r] - t >= 16 ? 0xFFFFFFFFu : (uint32_t)((1ull << (2 * (hi[r] - t))) - 1u);
             nc++;
         }
-        if (r == 0)
-            own_chunks = nc;
     }
     const __m256i rx2 = _mm256_set1_epi16((int16_t)(2 * g->reach_x));
     const __m256i ry2 = _mm256_set1_epi16((int16_t)(2 * g->reach_y));
+    const __m256i zero = _mm256_setzero_si256();
     for (int32_t sa = s0; sa < s1; ++sa) {
         const qg_handle a = g->order[sa];
         if (a < 0)
@@ -827,18 +746,17 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
         const __m256i ax = _mm256_set1_epi16((int16_t)((int32_t)(qa & 0xFF) - g->reach_x));
         const __m256i ay = _mm256_set1_epi16((int16_t)((int32_t)(qa >> 8) - g->reach_y));
         // Range 0 counts only the slots after a (pairs within a row are
-        // found from their earlier slot); its chunks before a's are skipped.
-        for (int32_t k = (sa - s0) >> 4; k < nc; ++k) {
-            const int32_t first = k < own_chunks ? sa + 1 : slot[k];
-            const int32_t from = first > slot[k] ? first - slot[k] : 0, to = end[k] - slot[k];
-            if (from >= 16 || from >= to)
-                continue;
-            uint32_t lanes = to >= 16 ? 0xFFFFFFFFu : (1u << (2 * to)) - 1u;
-            lanes &= 0xFFFFFFFFu << (2 * from);
+        // found from their earlier slot): the chunks before a's are
+        // skipped, and in a's chunk the lanes up to a's are masked off.
+        const int32_t k0 = (sa - s0) >> 4;
+        for (int32_t k = k0; k < nc; ++k) {
+            uint32_t keep = lanes[k];
+            if (k == k0)
+                keep &= (uint32_t)(0xFFFFFFFFull << (2 * (sa + 1 - slot[k])));
             const __m256i dx = _mm256_sub_epi16(cx_[k], ax), dy = _mm256_sub_epi16(cy_[k], ay);
-            const __m256i in = _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_subs_epu16(dx, rx2), _mm256_setzero_si256()),
-                                                _mm256_cmpeq_epi16(_mm256_subs_epu16(dy, ry2), _mm256_setzero_si256()));
-            uint32_t mask = (uint32_t)_mm256_movemask_epi8(in) & lanes;
+            const __m256i in = _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_subs_epu16(dx, rx2), zero),
+                                                _mm256_cmpeq_epi16(_mm256_subs_epu16(dy, ry2), zero));
+            uint32_t mask = (uint32_t)_mm256_movemask_epi8(in) & keep;
             while (mask != 0) {
                 const int32_t s = slot[k] + (__builtin_ctz(mask) >> 1);
                 mask &= mask - 1u;
@@ -897,14 +815,6 @@ static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
             bool stop = false;
             if (g->fresh && g->wide && pg_pairs_cell_wide(g, &bt, cx, cy, fn, user, &stop)) {
                 if (stop)
-                    goto stop;
-                continue;
-            }
-#endif
-#if defined(__SSE2__)
-            bool stop_ = false;
-            if (g->fresh && pg_pairs_cell_fresh(g, &bt, cx, cy, fn, user, &stop_)) {
-                if (stop_)
                     goto stop;
                 continue;
             }
