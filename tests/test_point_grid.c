@@ -247,6 +247,97 @@ static void test_visit_and_moves(void **state)
     assert_int_equal(a.bytes, 0);
 }
 
+/* Sorted pair list (a << 32 | b) of an index, and of plain loops over the
+ * live boxes, for comparing the two. */
+static bool push_pair(qg_handle a, qg_handle b, void *user)
+{
+    tu_vec_push(user, (int64_t)a << 32 | b);
+    return true;
+}
+
+static void want_pairs(const qg_rect *boxes, const bool *live, int n, tu_vec *out)
+{
+    for (int p = 0; p < n; p++)
+        for (int q = p + 1; q < n; q++)
+            if (live[p] && live[q] && tu_overlap(boxes[p], boxes[q]))
+                tu_vec_push(out, (int64_t)p << 32 | q);
+}
+
+/* The snapshot's states against plain loops: inserts past the tail limit
+ * (rebuilds inside qg_insert), small moves that stay in their margins,
+ * teleports that leave them (the tail, tombstones), removals from the
+ * snapshot and the tail, a dense spot whose cells outgrow the pair kernel's
+ * chunks, pairs and queries both before qg_cleanup (points read from the
+ * boxes) and after it (points from the snapshot). Handles equal indices:
+ * nothing is removed before the last insert. Seed printed on failure. */
+static void test_snapshot_states(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    enum { N = 1500 };
+    const uint64_t seed = 23;
+    qg_index *idx = make(&a, tu_rect(0, 0, 600, 600), 8, 0);
+    static qg_rect boxes[N];
+    static bool live[N];
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    tu_vec got = {0}, want = {0};
+    for (int round = 0; round < 40; round++) {
+        for (int i = 0; i < N; i++) {
+            if (round == 0) {
+                /* A fifth of them in one 10x10 spot. */
+                const float span = i % 5 == 0 ? 10.0f : 640.0f;
+                const float x = tu_rng_range(&r, -20, span), y = tu_rng_range(&r, -20, span);
+                boxes[i] = tu_rect(x, y, x + tu_rng_range(&r, 0, 8), y + tu_rng_range(&r, 0, 8));
+                live[i] = true;
+                assert_int_equal(qg_insert(idx, boxes[i]), i);
+                continue;
+            }
+            if (!live[i])
+                continue;
+            if (tu_rng_chance(&r, 0.01)) {
+                assert_int_equal(qg_remove(idx, i), QG_OK);
+                live[i] = false;
+                continue;
+            }
+            const bool teleport = tu_rng_chance(&r, 0.03);
+            const float dx = teleport ? tu_rng_range(&r, -300, 300) : tu_rng_range(&r, -2, 2);
+            const float dy = teleport ? tu_rng_range(&r, -300, 300) : tu_rng_range(&r, -2, 2);
+            const qg_rect b = tu_rect(boxes[i].min_x + dx, boxes[i].min_y + dy, boxes[i].max_x + dx,
+                                      boxes[i].max_y + dy);
+            assert_int_equal(qg_move(idx, i, b), QG_OK);
+            boxes[i] = b;
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1)
+                qg_cleanup(idx);
+            if (qg_validate(idx) != QG_OK)
+                fail_msg("seed %llu round %d pass %d: qg_validate", (unsigned long long)seed, round, pass);
+            tu_vec_clear(&got);
+            tu_vec_clear(&want);
+            assert_int_equal(qg_pairs(idx, push_pair, &got), QG_OK);
+            want_pairs(boxes, live, N, &want);
+            tu_vec_sort(&got);
+            if (got.n != want.n || tu_vec_first_diff(&got, &want) >= 0)
+                fail_msg("seed %llu round %d pass %d: %ld pairs, want %ld", (unsigned long long)seed, round, pass,
+                         (long)got.n, (long)want.n);
+            const float x = tu_rng_range(&r, -30, 600), y = tu_rng_range(&r, -30, 600);
+            const qg_rect area = tu_rect(x, y, x + tu_rng_range(&r, 0, 60), y + tu_rng_range(&r, 0, 60));
+            long n = 0;
+            for (int i = 0; i < N; i++)
+                n += live[i] && tu_overlap(boxes[i], area);
+            if (query_count(idx, area) != n)
+                fail_msg("seed %llu round %d pass %d: query", (unsigned long long)seed, round, pass);
+        }
+    }
+    tu_vec_free(&got);
+    tu_vec_free(&want);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_exact_at_rounding),
         cmocka_unit_test(test_memory_per_element),
         cmocka_unit_test(test_visit_and_moves),
+        cmocka_unit_test(test_snapshot_states),
     };
     if (!qg_kind_available(QG_POINT_GRID))
         return 77;
