@@ -2,7 +2,8 @@
  * grow on insert and move and shrink only in qg_cleanup (which never
  * allocates), visit reports tight cells and loose boxes that hold their
  * elements, answers stay exact before and after cleanup (the pair loop has
- * two paths), memory stays constant over frames, and the stats. */
+ * two paths) and after moves the margin does not cover, memory stays
+ * constant over frames and bounded per element, and the stats. */
 #include "test_util.h"
 
 #include <math.h>
@@ -181,6 +182,71 @@ static void test_frames(void **state)
     assert_int_equal(a.bytes, 0);
 }
 
+/* Moves that leave the margin, cross cells, jump across the world or come
+ * twice between cleanups (the slow paths), with a few huge boxes (cells
+ * that are not small): answers exact before and after cleanup, cleanup never
+ * allocates, and once steady the index holds a bounded number of bytes per
+ * element (per element: 16 base box, 4 cell word, 20 item, 4 next, plus the
+ * cells and links). */
+static void test_far_moves(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    enum { N = 3000 };
+    qg_config c = qg_default_config(QG_LOOSE_GRID);
+    c.bounds = tu_rect(0, 0, 900, 900);
+    c.element_size = 5; /* about one element per 16 x 16, like the agents */
+    c.allocator = tu_allocator(&a);
+    qg_index *idx = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    static qg_rect boxes[N];
+    static qg_handle hs[N];
+    tu_rng r;
+    tu_rng_seed(&r, 11);
+    for (int i = 0; i < N; i++) {
+        float x = tu_rng_range(&r, 0, 900), y = tu_rng_range(&r, 0, 900), h = tu_rng_range(&r, 1, 4);
+        if (i % 500 == 0)
+            h = 120;
+        boxes[i] = tu_rect(x - h, y - h, x + h, y + h);
+        hs[i] = qg_insert(idx, boxes[i]);
+        assert_true(hs[i] >= 0);
+    }
+    qg_cleanup(idx);
+    for (int frame = 0; frame < 30; frame++) {
+        for (int i = 0; i < N; i++) {
+            int moves = tu_rng_chance(&r, 0.1) ? 2 : 1;
+            for (int m = 0; m < moves; m++) {
+                float d = tu_rng_chance(&r, 0.02) ? 400.0f : 3.0f; /* rare jumps */
+                float dx = tu_rng_range(&r, -d, d), dy = tu_rng_range(&r, -d, d);
+                boxes[i].min_x += dx, boxes[i].max_x += dx;
+                boxes[i].min_y += dy, boxes[i].max_y += dy;
+                assert_int_equal(qg_move(idx, hs[i], boxes[i]), QG_OK);
+            }
+        }
+        long want = 0;
+        for (int p = 0; p < N; p++)
+            for (int q = p + 1; q < N; q++)
+                want += tu_overlap(boxes[p], boxes[q]);
+        assert_int_equal(pair_count(idx), want); /* lists, base boxes */
+        if (frame % 10 == 0)
+            assert_int_equal(qg_validate(idx), QG_OK);
+        long grows = a.grow_requests;
+        qg_cleanup(idx);
+        assert_int_equal(a.grow_requests, grows);
+        assert_int_equal(pair_count(idx), want); /* items in cell order */
+        if (frame % 10 == 0)
+            assert_int_equal(qg_validate(idx), QG_OK);
+    }
+    qg_cleanup(idx); /* steady: spare capacity given back */
+    qg_stats s = qg_get_stats(idx);
+    print_message("loose_grid: %.1f bytes per element after far moves\n", (double)s.memory_bytes / N);
+    assert_true(s.memory_bytes <= (size_t)N * 64);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
 /* Elements outside the bounds go to the border cells and are still found. */
 static void test_outside(void **state)
 {
@@ -208,6 +274,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grow_then_shrink),
         cmocka_unit_test(test_frames),
+        cmocka_unit_test(test_far_moves),
         cmocka_unit_test(test_outside),
     };
     if (!qg_kind_available(QG_LOOSE_GRID))
