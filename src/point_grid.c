@@ -78,8 +78,10 @@
 #define PG_M 32
 #define PG_SPAN (PG_Q + 2 * PG_M)
 /// Largest pair reach one cell supports: partners with points two cells
-/// apart would need more than a cell minus both margins.
-#define PG_MAX_REACH (PG_Q - 2 * PG_M - 1)
+/// apart would need more than a cell minus both margins (63 quanta), and the
+/// size test of the pair kernel may round a width up by a unit (at most 4
+/// at this reach).
+#define PG_MAX_REACH 56
 /// Per axis at most this many cells (fixed-point coordinates stay below
 /// 2^21, where float rounding in the mapping stays under half a quantum).
 #define PG_MAX_SIDE 16384
@@ -105,7 +107,10 @@ typedef struct point_grid {
     qg_index base;
     int32_t *start; ///< per cell, plus one: the cell's first slot
     int32_t start_capacity;
-    int32_t *order; ///< per slot: handle in cell order, then the tail; -1 = tombstone
+    /// Per slot: handle (low 24 bits) in cell order, then the tail; the top
+    /// byte is the box's width (low nibble) and height in units, rounded up.
+    /// PG_PAD slots of slack at the end.
+    uint32_t *order;
     int32_t order_capacity;
     uint16_t *sq; ///< per slot: offsets from home - PG_M (listed), next tail index (tail)
     int32_t sq_capacity;
@@ -125,8 +130,25 @@ typedef struct point_grid {
     float bound;            ///< max_element_size
     float pad;              ///< bound, rounded up (see pg_widen)
     int32_t reach_x, reach_y; ///< quanta two points of an overlapping pair can differ by, at most
+    int32_t unit_x, unit_y;   ///< quanta per unit of the size byte
     int32_t steady_high;    ///< box_high seen by the last qg_cleanup
 } point_grid;
+
+/// Handles are stored in 24 bits: the kind holds at most this many
+/// (QG_ERR_CAPACITY past it); the largest value marks a tombstone.
+#define PG_MAX_HANDLES 0xFFFFFF
+
+static inline qg_handle pg_order(const point_grid *g, int32_t s)
+{
+    const uint32_t v = g->order[s] & PG_MAX_HANDLES;
+    return v == PG_MAX_HANDLES ? -1 : (qg_handle)v;
+}
+
+/// Sets the handle of slot s (-1: a tombstone) and its size byte.
+static inline void pg_set_order(point_grid *g, int32_t s, qg_handle h, uint32_t size)
+{
+    g->order[s] = (h < 0 ? PG_MAX_HANDLES : (uint32_t)h) | size << 24;
+}
 
 typedef struct pg_point {
     int32_t x, y; ///< fixed-point grid coordinates
@@ -250,6 +272,16 @@ static int32_t pg_tail_limit(const point_grid *g)
     return limit < (int32_t)PG_TAIL_END ? limit : (int32_t)PG_TAIL_END;
 }
 
+/// The size byte of a box whose min and max corners map to p and m: its
+/// mapped width and height in units, rounded up. m - p bounds the mapped
+/// distance from the min corner to the max one exactly (the same monotonic
+/// mapping), so the pair kernel's test on it keeps every overlapping pair.
+static inline uint32_t pg_size(const point_grid *g, pg_point p, pg_point m)
+{
+    const int32_t w = (m.x - p.x + g->unit_x - 1) / g->unit_x, h = (m.y - p.y + g->unit_y - 1) / g->unit_y;
+    return (uint32_t)((w < 15 ? w : 15) | (h < 15 ? h : 15) << 4);
+}
+
 /// Lists every live element in the cell of its point: a counting sort by
 /// cell, straight from the base's boxes. Handles ascend within a cell. Needs
 /// room for count slots; never allocates.
@@ -279,18 +311,17 @@ static void pg_rebuild(point_grid *g)
         start[c] = sum;
     }
     start[cells] = sum;
-    for (h = high - 1; h >= 0; h -= 2) {
-        pg_point p[2];
-        pg_point_pair(g, boxes[h], boxes[h > 0 ? h - 1 : h], &p[0], &p[1]);
-        for (int32_t i = 0; i < 2 && h - i >= 0; ++i) {
-            if (isnan(boxes[h - i].min_x))
-                continue;
-            const int32_t cx = p[i].x >> PG_QBITS, cy = p[i].y >> PG_QBITS;
-            const int32_t s = --start[cy * g->cols + cx];
-            g->order[s] = h - i;
-            g->sq[s] = (uint16_t)pg_offsets(p[i], cx, cy);
-            g->hb[h - i] = (uint8_t)((cx & 3) | (cy & 3) << 2);
-        }
+    for (h = high - 1; h >= 0; --h) {
+        const qg_rect b = boxes[h];
+        if (isnan(b.min_x))
+            continue;
+        pg_point p, m;
+        pg_point_pair(g, b, (qg_rect){b.max_x, b.max_y, 0, 0}, &p, &m);
+        const int32_t cx = p.x >> PG_QBITS, cy = p.y >> PG_QBITS;
+        const int32_t s = --start[cy * g->cols + cx];
+        pg_set_order(g, s, h, pg_size(g, p, m));
+        g->sq[s] = (uint16_t)pg_offsets(p, cx, cy);
+        g->hb[h] = (uint8_t)((cx & 3) | (cy & 3) << 2);
     }
     for (int32_t r = 0; r < g->rows; ++r)
         g->tail_head[r] = PG_TAIL_END;
@@ -304,13 +335,13 @@ static void pg_rebuild(point_grid *g)
 /// the tail is full. The caller has made room for count slots.
 static void pg_tail_add(point_grid *g, qg_handle h, pg_point p)
 {
-    if (g->tail >= pg_tail_limit(g) || g->listed + g->tail >= g->order_capacity) {
+    if (g->tail >= pg_tail_limit(g) || g->listed + g->tail >= g->order_capacity - PG_PAD) {
         pg_rebuild(g);
         return;
     }
     const int32_t s = g->listed + g->tail;
     const int32_t row = p.y >> PG_QBITS;
-    g->order[s] = h;
+    pg_set_order(g, s, h, 0);
     g->sq[s] = g->tail_head[row];
     g->tail_head[row] = (uint16_t)g->tail++;
     g->hb[h] = PG_HB_TAIL;
@@ -322,9 +353,9 @@ static void pg_tail_unlink(point_grid *g, qg_handle h, int32_t row)
     uint16_t *link = &g->tail_head[row];
     while (*link != PG_TAIL_END) {
         const int32_t s = g->listed + *link;
-        if (g->order[s] == h) {
+        if (pg_order(g, s) == h) {
             *link = g->sq[s];
-            g->order[s] = -1;
+            pg_set_order(g, s, -1, 0);
             g->tombstones++;
             return;
         }
@@ -340,8 +371,8 @@ static void pg_unlist(point_grid *g, qg_handle h, pg_point p)
     const int32_t hx = pg_home(p.x >> PG_QBITS, bits & 3), hy = pg_home(p.y >> PG_QBITS, bits >> 2 & 3);
     const int32_t c = hy * g->cols + hx;
     for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s) {
-        if (g->order[s] == h) {
-            g->order[s] = -1;
+        if (pg_order(g, s) == h) {
+            pg_set_order(g, s, -1, 0);
             break;
         }
     }
@@ -359,11 +390,11 @@ static qg_status point_grid_configure(qg_config *config)
         if (!(config->max_element_size > 0.0f))
             return QG_ERR_INVALID;
     }
-    // A cell must be wider than the pair reach plus both margins (a little
-    // over twice the bound), so that partners are never two cells apart. The
+    // A cell must be wider than the pair reach plus both margins and a unit
+    // of rounding (a little under two and a half bounds), so that partners are never two cells apart. The
     // default, five bounds, keeps the cells' 4 bytes under one per element
     // at the agents workload's density.
-    const float least = config->max_element_size * 2.25f;
+    const float least = config->max_element_size * 2.5f;
     if (config->cell_size == 0.0f)
         config->cell_size = 5.0f * config->max_element_size;
     if (config->cell_size < least || !isfinite(config->cell_size))
@@ -429,6 +460,9 @@ static qg_status point_grid_init(qg_index *index)
     g->sy = pg_scale(g->rows, ey);
     g->reach_x = pg_reach(g->pad, g->sx);
     g->reach_y = pg_reach(g->pad, g->sy);
+    // A mapped width is below the reach: fifteen units cover it.
+    g->unit_x = g->reach_x > 15 ? (g->reach_x + 14) / 15 : 1;
+    g->unit_y = g->reach_y > 15 ? (g->reach_y + 14) / 15 : 1;
     g->steady_high = -1;
 #if defined(PG_HAVE_AVX2)
     g->wide = __builtin_cpu_supports("avx2");
@@ -449,7 +483,7 @@ static void point_grid_destroy(qg_index *index)
 {
     point_grid *g = (point_grid *)index;
     qg_array_free(&index->alloc, (void **)&g->start, &g->start_capacity, sizeof(int32_t));
-    qg_array_free(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(uint32_t));
     qg_array_free(&index->alloc, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t));
     qg_array_free(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t));
     qg_array_free(&index->alloc, (void **)&g->tail_head, &g->tail_head_capacity, sizeof(uint16_t));
@@ -458,13 +492,13 @@ static void point_grid_destroy(qg_index *index)
 static qg_status point_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     point_grid *g = (point_grid *)index;
-    if (!pg_fits(g, box))
+    if (!pg_fits(g, box) || h >= PG_MAX_HANDLES)
         return QG_ERR_CAPACITY;
     // count does not include h yet: a rebuild lists count + 1 elements.
-    const int64_t slots = (int64_t)index->count + 1;
+    const int64_t slots = (int64_t)index->count + 1 + PG_PAD;
     if (!qg_txn_reserve(txn, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), (int64_t)h + 1) ||
-        !qg_txn_reserve(txn, (void **)&g->order, &g->order_capacity, sizeof(int32_t), slots) ||
-        !qg_txn_reserve(txn, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t), (int64_t)g->order_capacity + PG_PAD))
+        !qg_txn_reserve(txn, (void **)&g->order, &g->order_capacity, sizeof(uint32_t), slots) ||
+        !qg_txn_reserve(txn, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t), g->order_capacity))
         return QG_ERR_NOMEM;
     pg_tail_add(g, h, pg_box_point(g, box));
     return QG_OK;
@@ -537,8 +571,8 @@ static void point_grid_cleanup(qg_index *index)
         pg_trim(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high);
         pg_trim(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), high);
         if (g->tail == 0 && g->tombstones == 0) {
-            pg_trim(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(int32_t), index->count);
-            pg_trim(&index->alloc, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t), g->order_capacity + PG_PAD);
+            pg_trim(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(uint32_t), index->count + PG_PAD);
+            pg_trim(&index->alloc, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t), g->order_capacity);
         }
     }
     g->steady_high = high;
@@ -568,7 +602,7 @@ static void point_grid_query(const qg_index *index, qg_rect area, qg_query_fn *f
             const int32_t c = cy * g->cols + cx;
             stats->nodes_visited++;
             for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s) {
-                const qg_handle h = g->order[s];
+                const qg_handle h = pg_order(g, s);
                 if (h < 0)
                     continue;
                 const pg_point p = pg_slot_point(g, s, h, cx, cy);
@@ -585,7 +619,7 @@ static void point_grid_query(const qg_index *index, qg_rect area, qg_query_fn *f
     for (int32_t row = lo.y >> PG_QBITS; row <= hi.y >> PG_QBITS; ++row) {
         for (uint32_t t = g->tail_head[row]; t != PG_TAIL_END;) {
             const int32_t s = g->listed + (int32_t)t;
-            const qg_handle h = g->order[s];
+            const qg_handle h = pg_order(g, s);
             t = g->sq[s];
             stats->elements_tested++;
             if (qg_overlaps(index->boxes[h], area) && !fn(h, user))
@@ -633,7 +667,7 @@ static bool pg_scan(const point_grid *g, pg_batch *bt, qg_handle a, pg_point pa,
                     int32_t ny, qg_pair_fn *fn, void *user)
 {
     for (int32_t s = s_lo; s < s_hi; ++s) {
-        const qg_handle b = g->order[s];
+        const qg_handle b = pg_order(g, s);
         if (b < 0)
             continue;
         const pg_point pb = pg_slot_point(g, s, b, nx, ny);
@@ -657,7 +691,7 @@ static bool pg_pairs_cell(const point_grid *g, pg_batch *bt, int32_t cx, int32_t
     const bool east = cx + 1 < g->cols;
     const int32_t bx0 = cx > 0 ? cx - 1 : 0, bx1 = east ? cx + 1 : cx;
     for (int32_t sa = start[c]; sa < start[c + 1]; ++sa) {
-        const qg_handle a = g->order[sa];
+        const qg_handle a = pg_order(g, sa);
         if (a < 0)
             continue;
         const pg_point pa = pg_slot_point(g, sa, a, cx, cy);
@@ -710,12 +744,14 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
         b2[nr] = bx0 + 2 <= bx1 ? start[b + 2] : INT32_MAX;
         sh0[nr] = (bx0 - cx) * PG_Q, shy[nr++] = -PG_Q;
     }
-    __m256i cx_[PG_WIDE_CHUNKS], cy_[PG_WIDE_CHUNKS];
+    __m256i cx_[PG_WIDE_CHUNKS], cy_[PG_WIDE_CHUNKS], cxh[PG_WIDE_CHUNKS], cyh[PG_WIDE_CHUNKS];
     int32_t slot[PG_WIDE_CHUNKS];
     uint32_t lanes[PG_WIDE_CHUNKS];
     int32_t nc = 0;
     const __m256i low_byte = _mm256_set1_epi16(0xFF), q = _mm256_set1_epi16(PG_Q);
     const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m256i nib = _mm256_set1_epi16(0xF);
+    const __m256i ux = _mm256_set1_epi16((int16_t)g->unit_x), uy = _mm256_set1_epi16((int16_t)g->unit_y);
     for (int32_t r = 0; r < nr; ++r) {
         for (int32_t t = lo[r]; t < hi[r]; t += 16) {
             if (nc == PG_WIDE_CHUNKS)
@@ -730,21 +766,33 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
                                                 _mm256_add_epi16(_mm256_and_si256(m1, q), _mm256_and_si256(m2, q)));
             cx_[nc] = _mm256_add_epi16(_mm256_and_si256(v, low_byte), sx);
             cy_[nc] = _mm256_add_epi16(_mm256_srli_epi16(v, 8), _mm256_set1_epi16((int16_t)shy[r]));
+            // The max corners' upper bounds, from the size nibbles.
+            // Packing the size bytes of 2 x 8 slots to 16 lanes interleaves
+            // the 128-bit halves; the permute puts them back in slot order.
+            const __m256i z = _mm256_permute4x64_epi64(
+                _mm256_packus_epi32(_mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(g->order + t)), 24),
+                                    _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(g->order + t + 8)), 24)),
+                0xD8);
+            cxh[nc] = _mm256_add_epi16(cx_[nc], _mm256_mullo_epi16(_mm256_and_si256(z, nib), ux));
+            cyh[nc] = _mm256_add_epi16(cy_[nc], _mm256_mullo_epi16(_mm256_srli_epi16(z, 4), uy));
             slot[nc] = t;
             lanes[nc] = hi[r] - t >= 16 ? 0xFFFFFFFFu : (uint32_t)((1ull << (2 * (hi[r] - t))) - 1u);
             nc++;
         }
     }
-    const __m256i rx2 = _mm256_set1_epi16((int16_t)(2 * g->reach_x));
-    const __m256i ry2 = _mm256_set1_epi16((int16_t)(2 * g->reach_y));
-    const __m256i zero = _mm256_setzero_si256();
     for (int32_t sa = s0; sa < s1; ++sa) {
-        const qg_handle a = g->order[sa];
+        const qg_handle a = pg_order(g, sa);
         if (a < 0)
             continue;
-        const uint32_t qa = g->sq[sa];
-        const __m256i ax = _mm256_set1_epi16((int16_t)((int32_t)(qa & 0xFF) - g->reach_x));
-        const __m256i ay = _mm256_set1_epi16((int16_t)((int32_t)(qa >> 8) - g->reach_y));
+        // Two boxes can overlap only if each one's min corner is at or
+        // below the other's max corner, on both axes; the size byte bounds the max
+        // corners from above, so the test keeps every overlapping pair and
+        // lets few others through.
+        const uint32_t qa = g->sq[sa], za = g->order[sa] >> 24;
+        const int32_t alx = (int32_t)(qa & 0xFF), aly = (int32_t)(qa >> 8);
+        const __m256i ax = _mm256_set1_epi16((int16_t)alx), ay = _mm256_set1_epi16((int16_t)aly);
+        const __m256i axh = _mm256_set1_epi16((int16_t)(alx + (int32_t)(za & 0xF) * g->unit_x));
+        const __m256i ayh = _mm256_set1_epi16((int16_t)(aly + (int32_t)(za >> 4) * g->unit_y));
         // Range 0 counts only the slots after a (pairs within a row are
         // found from their earlier slot): the chunks before a's are
         // skipped, and in a's chunk the lanes up to a's are masked off.
@@ -753,15 +801,15 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
             uint32_t keep = lanes[k];
             if (k == k0)
                 keep &= (uint32_t)(0xFFFFFFFFull << (2 * (sa + 1 - slot[k])));
-            const __m256i dx = _mm256_sub_epi16(cx_[k], ax), dy = _mm256_sub_epi16(cy_[k], ay);
-            const __m256i in = _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_subs_epu16(dx, rx2), zero),
-                                                _mm256_cmpeq_epi16(_mm256_subs_epu16(dy, ry2), zero));
-            uint32_t mask = (uint32_t)_mm256_movemask_epi8(in) & keep;
+            const __m256i out = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpgt_epi16(cx_[k], axh), _mm256_cmpgt_epi16(ax, cxh[k])),
+                _mm256_or_si256(_mm256_cmpgt_epi16(cy_[k], ayh), _mm256_cmpgt_epi16(ay, cyh[k])));
+            uint32_t mask = ~(uint32_t)_mm256_movemask_epi8(out) & keep;
             while (mask != 0) {
                 const int32_t s = slot[k] + (__builtin_ctz(mask) >> 1);
                 mask &= mask - 1u;
                 mask &= mask - 1u; // two bits per 16-bit lane
-                const qg_handle b = g->order[s];
+                const qg_handle b = pg_order(g, s);
                 if (b >= 0 && !pg_candidate(g, bt, a, b, fn, user)) {
                     *stop = true;
                     return true;
@@ -794,7 +842,7 @@ static bool pg_pairs_tail(const point_grid *g, pg_batch *bt, int32_t t, qg_handl
     for (int32_t row = r0; row <= r1; ++row) {
         for (uint32_t u = g->tail_head[row]; u != PG_TAIL_END;) {
             const int32_t s = g->listed + (int32_t)u;
-            if ((int32_t)u > t && !pg_candidate(g, bt, a, g->order[s], fn, user))
+            if ((int32_t)u > t && !pg_candidate(g, bt, a, pg_order(g, s), fn, user))
                 return false;
             u = g->sq[s];
         }
@@ -824,7 +872,7 @@ static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
         }
     }
     for (int32_t t = 0; t < g->tail; ++t) {
-        const qg_handle a = g->order[g->listed + t];
+        const qg_handle a = pg_order(g, g->listed + t);
         if (a >= 0 && !pg_pairs_tail(g, &bt, t, a, pg_box_point(g, index->boxes[a]), fn, user))
             goto stop;
     }
@@ -856,7 +904,7 @@ static void point_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
             memset(extra, 0, sizeof extra);
             for (uint32_t t = g->tail_head[cy]; t != PG_TAIL_END;) {
                 const int32_t s = g->listed + (int32_t)t;
-                const int32_t cx = pg_box_point(g, index->boxes[g->order[s]]).x >> PG_QBITS;
+                const int32_t cx = pg_box_point(g, index->boxes[pg_order(g, s)]).x >> PG_QBITS;
                 if (cx >= x0 && cx < x1)
                     extra[cx - x0]++;
                 t = g->sq[s];
@@ -865,7 +913,7 @@ static void point_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
                 const int32_t c = cy * g->cols + cx;
                 int32_t count = extra[cx - x0];
                 for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s)
-                    count += g->order[s] >= 0;
+                    count += pg_order(g, s) >= 0;
                 const qg_rect r = {b.min_x + (float)cx * w, b.min_y + (float)cy * hgt,
                                    cx + 1 == g->cols ? b.max_x : b.min_x + (float)(cx + 1) * w,
                                    cy + 1 == g->rows ? b.max_y : b.min_y + (float)(cy + 1) * hgt};
@@ -889,10 +937,11 @@ static bool pg_listed_valid(const point_grid *g, qg_handle h, int32_t s, int32_t
     const pg_point p = pg_box_point(g, index->boxes[h]);
     if ((uint32_t)(p.x - (cx << PG_QBITS) + PG_M) >= PG_SPAN || (uint32_t)(p.y - (cy << PG_QBITS) + PG_M) >= PG_SPAN)
         return false;
-    if (g->fresh && g->sq[s] != pg_offsets(p, cx, cy))
+    if (g->fresh && (g->sq[s] != pg_offsets(p, cx, cy) ||
+                     g->order[s] >> 24 != pg_size(g, p, pg_point_of(g, index->boxes[h].max_x, index->boxes[h].max_y))))
         return false;
     for (int32_t e = g->start[cy * g->cols + cx]; e < s; ++e) {
-        if (g->order[e] == h)
+        if (pg_order(g, e) == h)
             return false;
     }
     return true;
@@ -907,8 +956,9 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
         return QG_ERR_INVALID;
     if (index->box_high > 0 && g->hb_capacity < index->box_high)
         return QG_ERR_INVALID;
-    if (g->listed < 0 || g->tail < 0 || g->tail > (int32_t)PG_TAIL_END || (g->order_capacity > 0 && g->sq_capacity < g->order_capacity + PG_PAD) ||
-        (int64_t)g->listed + g->tail > g->order_capacity || g->order_capacity < index->count)
+    if (g->listed < 0 || g->tail < 0 || g->tail > (int32_t)PG_TAIL_END || g->sq_capacity < g->order_capacity ||
+        (g->order_capacity > 0 && (int64_t)g->listed + g->tail > g->order_capacity - PG_PAD) ||
+        (int64_t)g->order_capacity < (int64_t)index->count + (index->count > 0 ? PG_PAD : 0))
         return QG_ERR_INVALID;
     if (g->start[0] != 0 || g->start[cells] != g->listed)
         return QG_ERR_INVALID;
@@ -921,7 +971,7 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
             if (g->start[c] > g->start[c + 1])
                 return QG_ERR_INVALID;
             for (int32_t s = g->start[c]; s < g->start[c + 1]; ++s) {
-                const qg_handle h = g->order[s];
+                const qg_handle h = pg_order(g, s);
                 if (h == -1) {
                     tombs++;
                     continue;
@@ -935,7 +985,7 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
     // The tail: each used slot a tombstone or in the list of its point's row.
     int64_t tail = 0;
     for (int32_t t = 0; t < g->tail; ++t) {
-        const qg_handle h = g->order[g->listed + t];
+        const qg_handle h = pg_order(g, g->listed + t);
         if (h == -1) {
             tombs++;
             continue;
@@ -958,14 +1008,14 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
     int64_t linked = 0;
     for (int32_t r = 0; r < g->rows; ++r) {
         for (uint32_t u = g->tail_head[r]; u != PG_TAIL_END; ++linked) {
-            if ((int32_t)u >= g->tail || linked > g->tail || g->order[g->listed + (int32_t)u] < 0)
+            if ((int32_t)u >= g->tail || linked > g->tail || pg_order(g, g->listed + (int32_t)u) < 0)
                 return QG_ERR_INVALID;
             u = g->sq[g->listed + (int32_t)u];
         }
     }
     if (listed + tail != index->count || linked != tail || tombs != g->tombstones)
         return QG_ERR_INVALID;
-    *bytes += (size_t)g->start_capacity * sizeof(int32_t) + (size_t)g->order_capacity * sizeof(int32_t) +
+    *bytes += (size_t)g->start_capacity * sizeof(int32_t) + (size_t)g->order_capacity * sizeof(uint32_t) +
               (size_t)g->sq_capacity * sizeof(uint16_t) + (size_t)g->hb_capacity * sizeof(uint8_t) +
               (size_t)g->tail_head_capacity * sizeof(uint16_t);
     return QG_OK;
