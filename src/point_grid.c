@@ -23,7 +23,14 @@
 // - `order` holds the handles cell by cell, `sq` their points (offsets in
 //   the cell, a byte per axis) beside them; cell c owns slots [start[c],
 //   start[c+1]). 6 bytes per element, 4 per cell. A removed element leaves a
-//   tombstone (-1) until the next rebuild.
+//   tombstone until the next rebuild. Handles take 24 bits of `order` (the
+//   kind holds at most 16,777,215 elements, QG_ERR_CAPACITY past that); the
+//   other byte is the size the seed's trick leaves out of the hot data
+//   elsewhere: the box's mapped width and height, a nibble each, rounded up.
+//   It costs nothing in memory and lets the pair kernel test each min corner
+//   against an upper bound of the other's max corner, so almost every
+//   candidate it passes to the exact test overlaps (at 1M agents: 232,217
+//   candidates for 206,845 pairs, against 664,431 with points alone).
 // - A home cell is loose: it lists elements whose point lies within a margin
 //   of PG_M quanta around it, so a move keeps the element's slot and writes
 //   nothing but the base's box while the point stays there. Searches widen
@@ -54,7 +61,8 @@
 //   once, with no sorting and no visited set. Candidates are batched and
 //   their boxes prefetched before the exact test. Tail elements then
 //   search the snapshot and the later tail elements around them.
-// - Memory per element: 16 (the base's box) + 4 (order) + 2 (sq) + 1 (hb),
+// - Memory per element: 16 (the base's box) + 4 (order: handle and size) +
+//   2 (sq) + 1 (hb),
 //   plus 4 per cell; qg_cleanup gives spare capacity back once the
 //   population is steady.
 #include "index_internal.h"
