@@ -99,8 +99,8 @@
 #define PG_HB_TAIL 0x80u
 /// Tail links are 16-bit tail indices; this one ends a list.
 #define PG_TAIL_END 0xFFFFu
-/// Slots of sq past order's capacity, so the pair loop can load eight
-/// offsets at a time past the end of a range.
+/// Slots of slack at the end of order and sq, so the pair kernel can load
+/// sixteen slots at a time past the end of a range.
 #define PG_PAD 16
 /// Candidate pairs collected before their boxes are tested.
 #define PG_BATCH 128
