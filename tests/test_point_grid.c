@@ -155,7 +155,7 @@ static void test_exact_at_rounding(void **state)
 }
 
 /* After the population is steady, qg_cleanup gives the spare capacity of
- * the arrays back: 16 bytes of box, 4 of handle and 2 of point in the
+ * the arrays back: 16 bytes of box, 4 of handle and size and 2 of point in the
  * cell-sorted snapshot and 1 of home-cell bits per element, plus 4 per
  * cell; at the agents workload's density that is under 24 in all. */
 static void test_memory_per_element(void **state)
