@@ -54,12 +54,6 @@ void *qg_mem_resize(qg_alloc *a, void *ptr, size_t old_size, size_t new_size)
     return p;
 }
 
-void qg_txn_begin(qg_txn *txn, qg_alloc *alloc)
-{
-    txn->alloc = alloc;
-    txn->count = 0;
-}
-
 bool qg_txn_reserve(qg_txn *txn, void **data, int32_t *capacity, size_t elem_size,
                     int64_t needed)
 {

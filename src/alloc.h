@@ -42,8 +42,12 @@ typedef struct qg_txn {
     } entry[QG_TXN_MAX];
 } qg_txn;
 
-/// Starts an empty transaction.
-void qg_txn_begin(qg_txn *txn, qg_alloc *alloc);
+/// Starts an empty transaction. Inline: every insert and move starts one.
+static inline void qg_txn_begin(qg_txn *txn, qg_alloc *alloc)
+{
+    txn->alloc = alloc;
+    txn->count = 0;
+}
 
 /// Makes sure *data has room for `needed` elements (growing by about 1.5x).
 /// Returns false when the allocation fails or `needed` passes INT32_MAX;
