@@ -140,10 +140,11 @@ QG_API qg_status qg_get(const qg_index *index, qg_handle handle, qg_rect *box);
 QG_API int32_t qg_count(const qg_index *index);
 
 /// Deferred upkeep (for trees: collapse empty leaves; for loose kinds: shrink
-/// boxes; for QG_POINT_GRID: re-sort the elements into cell order). Call once
-/// a frame, after the moves and before the queries and qg_pair calls of that
-/// frame: answers are exact either way, but the point grid searches several
-/// times slower until its moves are sorted. Never allocates.
+/// boxes; for QG_POINT_GRID: refresh the cell-ordered points in place, or
+/// re-sort them once enough elements left their cells). Call once a frame,
+/// after the moves and before the queries and qg_pair calls of that frame:
+/// answers are exact either way, but the point grid searches several times
+/// slower until its moves are refreshed. Never allocates.
 QG_API void qg_cleanup(qg_index *index);
 
 /// Removes every element, keeps the memory for reuse.
