@@ -56,8 +56,10 @@
 //   slot order with sequential writes, its random box reads prefetched ahead
 //   (about 5.5 ms at 1M agents, against 10-11 ms for the re-sort, whose
 //   scatter writes every slot at random). Past the sliver it re-sorts. At
-//   the agents workload few elements leave their margins per frame, so a
-//   re-sort comes every few tens of frames.
+//   the agents workload (1M) no element leaves its margins for five frames
+//   after a re-sort, then a few thousand a frame do: a re-sort every eight
+//   frames or so. `order` keeps tail room for them (pg_tail_room), so the
+//   re-sort happens here and not inside a qg_move that finds no slot.
 // - Re-sort (pg_rebuild): a counting sort of every live handle by cell,
 //   straight from the base's boxes, into `order`, `sq` and `start` in place:
 //   no allocation, so qg_cleanup can run it, and so does an insert or move
@@ -298,6 +300,17 @@ static int32_t pg_tail_limit(const point_grid *g)
     if (limit < 64)
         limit = 64;
     return limit < (int32_t)PG_TAIL_END ? limit : (int32_t)PG_TAIL_END;
+}
+
+/// Tail slots a trimmed `order` keeps past the population: the elements
+/// that leave their home's margins between re-sorts go there. Without them
+/// the first such move of a steady population would find no slot and
+/// re-sort inside qg_move (about 11 ms at 1M agents, every few frames).
+/// qg_cleanup re-sorts before the tail and tombstones reach count / 64, so
+/// this is room for a frame's strays; 6 bytes a slot, 0.1 per element.
+static int32_t pg_tail_room(int32_t count)
+{
+    return count / 64 + 64;
 }
 
 /// The size byte of a box whose min and max corners map to p and m: its
@@ -700,7 +713,8 @@ static void point_grid_cleanup(qg_index *index)
         pg_trim(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high);
         pg_trim(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), high);
         if (g->tail == 0 && g->tombstones == 0) {
-            pg_trim(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(uint32_t), index->count + PG_PAD);
+            pg_trim(&index->alloc, (void **)&g->order, &g->order_capacity, sizeof(uint32_t),
+                    index->count + pg_tail_room(index->count) + PG_PAD);
             pg_trim(&index->alloc, (void **)&g->sq, &g->sq_capacity, sizeof(uint16_t), g->order_capacity);
         }
     }

@@ -157,7 +157,9 @@ static void test_exact_at_rounding(void **state)
 /* After the population is steady, qg_cleanup gives the spare capacity of
  * the arrays back: 16 bytes of box, 4 of handle and size and 2 of point in the
  * cell-sorted snapshot and 1 of home-cell bits per element, plus 4 per
- * cell; at the agents workload's density that is under 24 in all. */
+ * cell, plus the tail room the snapshot keeps (a 64th of the population, 6
+ * bytes a slot) so that moves past the margins never re-sort; at the agents
+ * workload's density that is under 24 in all. */
 static void test_memory_per_element(void **state)
 {
     (void)state;
@@ -185,7 +187,7 @@ static void test_memory_per_element(void **state)
     const double cells = (double)s.nodes * 4 / n;
     print_message("point_grid: %d elements, %d cells, %.2f bytes per element (%.2f of them cells)\n", n,
                   s.nodes, per, cells);
-    assert_true(per <= 23.0 + cells + 0.05);
+    assert_true(per <= 23.0 + cells + 6.0 / 64 + 0.05);
     assert_true(per <= 24.0);
     assert_int_equal(qg_validate(idx), QG_OK);
     /* Growing again after the shrink works. */
