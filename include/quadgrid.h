@@ -73,7 +73,7 @@ typedef enum qg_kind {
     QG_GRID,            ///< uniform grid, 4-byte cells, row lists
     QG_MULTI_GRID,      ///< fine grid plus coarse occupancy levels
     QG_LOOSE_GRID,      ///< loose/tight double grid
-    QG_POINT_GRID,      ///< one centre point per element, bounded size
+    QG_POINT_GRID,      ///< one point (the min corner) per element, bounded size
     QG_BRUTE_FORCE,     ///< flat array; the oracle every test compares with
     QG_KIND_COUNT
 } qg_kind;
@@ -106,7 +106,8 @@ typedef struct qg_config {
     int max_depth;
     /// Trees: elements a leaf holds before it splits; 0 = the kind's default.
     int leaf_capacity;
-    /// Grids: cell width and height; 0 = choose from element_size.
+    /// Grids: cell width and height; 0 = choose from element_size
+    /// (QG_POINT_GRID: six times max_element_size, at least two and a half).
     float cell_size;
     /// All zero = the C library's realloc/free.
     qg_allocator allocator;

@@ -496,12 +496,15 @@ static qg_status point_grid_configure(qg_config *config)
             return QG_ERR_INVALID;
     }
     // A cell must be wider than the pair reach plus both margins and a unit
-    // of rounding (a little under two and a half bounds), so that partners are never two cells apart. The
-    // default, five bounds, keeps the cells' 4 bytes under one per element
-    // at the agents workload's density.
+    // of rounding (a little under two and a half bounds), so that partners
+    // are never two cells apart. The default, six bounds, measured fastest
+    // at the agents workload (against five and seven; eight is slower, its
+    // coarser points letting more candidates through), and its cells' 4
+    // bytes are about half a byte per element there. Wider cells also have
+    // wider margins, so fewer elements leave them between re-sorts.
     const float least = config->max_element_size * 2.5f;
     if (config->cell_size == 0.0f)
-        config->cell_size = 5.0f * config->max_element_size;
+        config->cell_size = 6.0f * config->max_element_size;
     if (config->cell_size < least || !isfinite(config->cell_size))
         config->cell_size = isfinite(least) ? least : extent;
     return QG_OK;
@@ -868,15 +871,91 @@ static bool pg_pairs_cell(const point_grid *g, pg_batch *bt, int32_t cx, int32_t
 /// Chunks of sixteen slots one cell's AVX2 compare can hold.
 #define PG_WIDE_CHUNKS 12
 
+/// The lanes of one cell's neighbour ranges, in this cell's coordinates:
+/// per chunk of sixteen slots the min corners (x, y) and upper bounds of the
+/// max corners (xh, yh). In memory rather than registers (there are more
+/// than sixteen vectors), which also lets the candidate test read single
+/// lanes.
+typedef struct pg_lanes {
+    _Alignas(32) int16_t lx[PG_WIDE_CHUNKS * 16];
+    _Alignas(32) int16_t ly[PG_WIDE_CHUNKS * 16];
+    _Alignas(32) int16_t lxh[PG_WIDE_CHUNKS * 16];
+    _Alignas(32) int16_t lyh[PG_WIDE_CHUNKS * 16];
+    int32_t slot[PG_WIDE_CHUNKS]; ///< first slot of each chunk
+} pg_lanes;
+
+/// The lanes of chunk k that passed the compare with element j (slot
+/// s0 + j, whose own corners are lane j: the cell's slots lead range 0
+/// unshifted): each a candidate, reported at once when the size bytes
+/// prove the overlap, queued for the exact test otherwise. Out of line, so
+/// the compare loop, which rarely gets here, keeps its registers.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static bool pg_wide_hits(const point_grid *g, pg_batch *bt, const pg_lanes *L, int32_t s0, int32_t j, int32_t k,
+                         uint32_t mask, qg_pair_fn *fn, void *user)
+{
+    const qg_handle a = pg_order(g, s0 + j);
+    if (a < 0)
+        return true;
+    const int32_t alx = L->lx[j], aly = L->ly[j], ahx = L->lxh[j], ahy = L->lyh[j];
+    const int32_t ux1 = g->unit_x, uy1 = g->unit_y;
+    while (mask != 0) {
+        const int32_t i = 16 * k + (__builtin_ctz(mask) >> 1);
+        mask &= mask - 1u;
+        mask &= mask - 1u; // two bits per 16-bit lane
+        const qg_handle b = pg_order(g, L->slot[k] + (i & 15));
+        if (b < 0)
+            continue;
+        // The size byte also bounds each max corner from below (pg_size
+        // rounds up by less than a unit): when each min corner maps below
+        // the other's lowest possible max corner, the boxes overlap without
+        // reading them (a mapped value strictly below another comes from a
+        // strictly smaller float, the mapping being monotonic). Four
+        // candidates in five at the agents workload.
+        if ((L->lx[i] + ux1 <= ahx) & (alx + ux1 <= L->lxh[i]) & (L->ly[i] + uy1 <= ahy) & (aly + uy1 <= L->lyh[i])) {
+            bt->tested++;
+            if (!qg_report_pair(fn, user, a, b))
+                return false;
+        } else if (!pg_candidate(g, bt, a, b, fn, user)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// Element j of the cell against the chunk (x, xh, y, yh) of lanes, those
+/// in `keep`: two boxes can overlap only if each one's min corner is at or
+/// below the other's max corner, on both axes; the size byte bounds the
+/// max corners from above, so the test keeps every overlapping pair and
+/// lets few others through. False when the callback asked to stop.
+__attribute__((target("avx2"))) static inline bool pg_wide_test(const point_grid *g, pg_batch *bt, const pg_lanes *L,
+                                                                 int32_t s0, int32_t j, int32_t k, __m256i x,
+                                                                 __m256i xh, __m256i y, __m256i yh, uint32_t keep,
+                                                                 qg_pair_fn *fn, void *user)
+{
+    const __m256i out =
+        _mm256_or_si256(_mm256_or_si256(_mm256_cmpgt_epi16(x, _mm256_set1_epi16(L->lxh[j])),
+                                        _mm256_cmpgt_epi16(_mm256_set1_epi16(L->lx[j]), xh)),
+                        _mm256_or_si256(_mm256_cmpgt_epi16(y, _mm256_set1_epi16(L->lyh[j])),
+                                        _mm256_cmpgt_epi16(_mm256_set1_epi16(L->ly[j]), yh)));
+    const uint32_t mask = ~(uint32_t)_mm256_movemask_epi8(out) & keep;
+    return mask == 0 || pg_wide_hits(g, bt, L, s0, j, k, mask, fn, user);
+}
+
 /// pg_pairs_cell on a fresh snapshot with AVX2: the points of the
 /// neighbour ranges are loaded sixteen at a time, straight from sq (which
 /// has PG_PAD slots of slack, so a load past a range stays in the array;
 /// the lanes past it are masked off). The ranges are merged where they are
 /// contiguous in the snapshot (the cell's own slots with the next cell's,
 /// the three cells below), each lane moved to this cell's origin by the
-/// cell its slot falls in, once per cell; then each element of the cell is
-/// compared with sixteen points per step. False when the cell needs more
-/// chunks than fit (the caller falls back to pg_pairs_cell).
+/// cell its slot falls in, once per cell; then, chunk by chunk, each element
+/// of the cell is compared with its sixteen points. Chunk-major order keeps
+/// the chunk in registers and costs an element four broadcasts per chunk;
+/// element-major order cost a quarter more instructions (callgrind, 1M
+/// agents), most of them register shuffling per element. False when the
+/// cell needs more chunks than fit (the caller falls back to
+/// pg_pairs_cell).
 __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid *g, pg_batch *bt, int32_t cx,
                                                                 int32_t cy, qg_pair_fn *fn, void *user, bool *stop)
 {
@@ -898,20 +977,13 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
         b2[nr] = bx0 + 2 <= bx1 ? start[b + 2] : INT32_MAX;
         sh0[nr] = (bx0 - cx) * PG_Q, shy[nr++] = -PG_Q;
     }
-    // Per chunk of sixteen slots: min corners (x, y) and upper bounds of the
-    // max corners (xh, yh), in this cell's coordinates. In memory rather
-    // than registers (there are more than sixteen vectors), which also lets
-    // the candidate test read single lanes.
-    _Alignas(32) int16_t lx[PG_WIDE_CHUNKS * 16], ly[PG_WIDE_CHUNKS * 16];
-    _Alignas(32) int16_t lxh[PG_WIDE_CHUNKS * 16], lyh[PG_WIDE_CHUNKS * 16];
-    int32_t slot[PG_WIDE_CHUNKS];
-    uint32_t lanes[PG_WIDE_CHUNKS + 1]; // one past the last: read, never used
-    int32_t nc = 0;
+    pg_lanes L;
+    uint32_t lanes[PG_WIDE_CHUNKS]; // the live lanes of each chunk, two bits each
+    int32_t nc = 0, nc0 = 0; // chunks in all, and of range 0
     const __m256i low_byte = _mm256_set1_epi16(0xFF), q = _mm256_set1_epi16(PG_Q);
     const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m256i nib = _mm256_set1_epi16(0xF);
     const __m256i ux = _mm256_set1_epi16((int16_t)g->unit_x), uy = _mm256_set1_epi16((int16_t)g->unit_y);
-    const int32_t ux1 = g->unit_x, uy1 = g->unit_y;
     for (int32_t r = 0; r < nr; ++r) {
         for (int32_t t = lo[r]; t < hi[r]; t += 16) {
             if (nc == PG_WIDE_CHUNKS)
@@ -933,66 +1005,48 @@ __attribute__((target("avx2"))) static bool pg_pairs_cell_wide(const point_grid 
                 _mm256_packus_epi32(_mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(g->order + t)), 24),
                                     _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(g->order + t + 8)), 24)),
                 0xD8);
-            _mm256_store_si256((__m256i *)(lx + 16 * nc), vx);
-            _mm256_store_si256((__m256i *)(ly + 16 * nc), vy);
-            _mm256_store_si256((__m256i *)(lxh + 16 * nc),
+            _mm256_store_si256((__m256i *)(L.lx + 16 * nc), vx);
+            _mm256_store_si256((__m256i *)(L.ly + 16 * nc), vy);
+            _mm256_store_si256((__m256i *)(L.lxh + 16 * nc),
                                _mm256_add_epi16(vx, _mm256_mullo_epi16(_mm256_and_si256(z, nib), ux)));
-            _mm256_store_si256((__m256i *)(lyh + 16 * nc),
+            _mm256_store_si256((__m256i *)(L.lyh + 16 * nc),
                                _mm256_add_epi16(vy, _mm256_mullo_epi16(_mm256_srli_epi16(z, 4), uy)));
-            slot[nc] = t;
+            L.slot[nc] = t;
             lanes[nc] = hi[r] - t >= 16 ? 0xFFFFFFFFu : (uint32_t)((1ull << (2 * (hi[r] - t))) - 1u);
             nc++;
         }
+        if (r == 0)
+            nc0 = nc;
     }
-    for (int32_t sa = s0; sa < s1; ++sa) {
-        const qg_handle a = pg_order(g, sa);
-        if (a < 0)
-            continue;
-        // Two boxes can overlap only if each one's min corner is at or
-        // below the other's max corner, on both axes; the size byte bounds the max
-        // corners from above, so the test keeps every overlapping pair and
-        // lets few others through.
-        const uint32_t qa = g->sq[sa], za = g->order[sa] >> 24;
-        const int32_t alx = (int32_t)(qa & 0xFF), aly = (int32_t)(qa >> 8);
-        const int32_t ahx = alx + (int32_t)(za & 0xF) * g->unit_x, ahy = aly + (int32_t)(za >> 4) * g->unit_y;
-        const __m256i ax = _mm256_set1_epi16((int16_t)alx), ay = _mm256_set1_epi16((int16_t)aly);
-        const __m256i axh = _mm256_set1_epi16((int16_t)ahx), ayh = _mm256_set1_epi16((int16_t)ahy);
-        // Range 0 counts only the slots after a (pairs within a row are
-        // found from their earlier slot): the chunks before a's are
-        // skipped, and in a's chunk the lanes up to a's are masked off.
-        const int32_t k0 = (sa - s0) >> 4;
-        uint32_t keep = lanes[k0] & (uint32_t)(0xFFFFFFFFull << (2 * (sa + 1 - slot[k0])));
-        for (int32_t k = k0; k < nc; keep = lanes[++k]) {
-            const __m256i out = _mm256_or_si256(
-                _mm256_or_si256(_mm256_cmpgt_epi16(_mm256_load_si256((const __m256i *)(lx + 16 * k)), axh),
-                                _mm256_cmpgt_epi16(ax, _mm256_load_si256((const __m256i *)(lxh + 16 * k)))),
-                _mm256_or_si256(_mm256_cmpgt_epi16(_mm256_load_si256((const __m256i *)(ly + 16 * k)), ayh),
-                                _mm256_cmpgt_epi16(ay, _mm256_load_si256((const __m256i *)(lyh + 16 * k)))));
-            uint32_t mask = ~(uint32_t)_mm256_movemask_epi8(out) & keep;
-            while (mask != 0) {
-                const int32_t i = 16 * k + (__builtin_ctz(mask) >> 1);
-                mask &= mask - 1u;
-                mask &= mask - 1u; // two bits per 16-bit lane
-                const qg_handle b = pg_order(g, slot[k] + (i & 15));
-                if (b < 0)
-                    continue;
-                // The size byte also bounds each max corner from below
-                // (pg_size rounds up by less than a unit): when each min
-                // corner maps below the other's lowest possible max corner,
-                // the boxes overlap without reading them (a mapped value
-                // strictly below another comes from a strictly smaller
-                // float, the mapping being monotonic). Four candidates in
-                // five at the agents workload.
-                if ((lx[i] + ux1 <= ahx) & (alx + ux1 <= lxh[i]) & (ly[i] + uy1 <= ahy) & (aly + uy1 <= lyh[i])) {
-                    bt->tested++;
-                    if (!qg_report_pair(fn, user, a, b)) {
-                        *stop = true;
-                        return true;
-                    }
-                } else if (!pg_candidate(g, bt, a, b, fn, user)) {
+    // Chunk by chunk, each element of the cell against its lanes: the
+    // chunk's vectors stay in registers and an element costs four
+    // broadcasts and a compare. Range 0 pairs an element only with the
+    // slots after it (pairs within a row are found from their earlier
+    // slot): the elements of earlier chunks see all its lanes, those of
+    // this chunk the lanes after their own, those of later chunks none.
+    const int32_t n = s1 - s0;
+    for (int32_t k = 0; k < nc; ++k) {
+        const __m256i x = _mm256_load_si256((const __m256i *)(L.lx + 16 * k));
+        const __m256i xh = _mm256_load_si256((const __m256i *)(L.lxh + 16 * k));
+        const __m256i y = _mm256_load_si256((const __m256i *)(L.ly + 16 * k));
+        const __m256i yh = _mm256_load_si256((const __m256i *)(L.lyh + 16 * k));
+        const uint32_t keep = lanes[k];
+        int32_t before = n;
+        if (k < nc0) {
+            before = 16 * k < n ? 16 * k : n;
+            const int32_t own = 16 * k + 16 < n ? 16 * k + 16 : n;
+            for (int32_t j = before; j < own; ++j) {
+                const uint32_t later = (uint32_t)(0xFFFFFFFFull << (2 * ((j & 15) + 1)));
+                if (!pg_wide_test(g, bt, &L, s0, j, k, x, xh, y, yh, keep & later, fn, user)) {
                     *stop = true;
                     return true;
                 }
+            }
+        }
+        for (int32_t j = 0; j < before; ++j) {
+            if (!pg_wide_test(g, bt, &L, s0, j, k, x, xh, y, yh, keep, fn, user)) {
+                *stop = true;
+                return true;
             }
         }
     }
