@@ -56,10 +56,11 @@
 //   slot order with sequential writes, its random box reads prefetched ahead
 //   (about 5.5 ms at 1M agents, against 10-11 ms for the re-sort, whose
 //   scatter writes every slot at random). Past the sliver it re-sorts. At
-//   the agents workload (1M) no element leaves its margins for five frames
-//   after a re-sort, then a few thousand a frame do: a re-sort every eight
-//   frames or so. `order` keeps tail room for them (pg_tail_room), so the
-//   re-sort happens here and not inside a qg_move that finds no slot.
+//   the agents workload (1M, default cells) no element leaves its margins
+//   for several frames after a re-sort, then more and more do: a re-sort
+//   comes about every 26 frames. `order` keeps tail room for them
+//   (pg_tail_room), so the re-sort happens here and not inside a qg_move
+//   that finds no slot.
 // - Re-sort (pg_rebuild): a counting sort of every live handle by cell,
 //   straight from the base's boxes, into `order`, `sq` and `start` in place:
 //   no allocation, so qg_cleanup can run it, and so does an insert or move
