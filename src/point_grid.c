@@ -306,7 +306,7 @@ static int32_t pg_tail_limit(const point_grid *g)
 /// Tail slots a trimmed `order` keeps past the population: the elements
 /// that leave their home's margins between re-sorts go there. Without them
 /// the first such move of a steady population would find no slot and
-/// re-sort inside qg_move (about 11 ms at 1M agents, every few frames).
+/// re-sort inside qg_move (about 10 ms at 1M agents).
 /// qg_cleanup re-sorts before the tail and tombstones reach count / 64, so
 /// this is room for a frame's strays; 6 bytes a slot, 0.1 per element.
 static int32_t pg_tail_room(int32_t count)
