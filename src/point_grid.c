@@ -79,9 +79,9 @@
 //   Tail elements then search the snapshot and the later tail elements
 //   around them.
 // - Memory per element: 16 (the base's box) + 4 (order: handle and size) +
-//   2 (sq) + 1 (hb),
-//   plus 4 per cell; qg_cleanup gives spare capacity back once the
-//   population is steady.
+//   2 (sq) + 1 (hb), plus 4 per cell and the tail room (pg_tail_room);
+//   qg_cleanup gives other spare capacity back once the population is
+//   steady.
 #include "index_internal.h"
 
 #if defined(__SSE2__)
@@ -252,6 +252,12 @@ static inline int32_t pg_home(int32_t c, uint32_t bits)
     return c + (int32_t)(((bits - (uint32_t)c + 1u) & 3u)) - 1;
 }
 
+/// True when point p lies within the margins of cell (cx, cy).
+static inline bool pg_in_margins(pg_point p, int32_t cx, int32_t cy)
+{
+    return ((uint32_t)(p.x - (cx << PG_QBITS) + PG_M) < PG_SPAN) & ((uint32_t)(p.y - (cy << PG_QBITS) + PG_M) < PG_SPAN);
+}
+
 /// True when the box is within the bound. Same float subtraction as the
 /// contract's definition of "width".
 static inline bool pg_fits(const point_grid *g, qg_rect b)
@@ -333,6 +339,20 @@ static void pg_size_table(uint8_t *table, int32_t unit)
     }
 }
 
+/// The mapped min corner p and max corner m of box b.
+static inline void pg_corners(const point_grid *g, qg_rect b, pg_point *p, pg_point *m)
+{
+    pg_point_pair(g, b, (qg_rect){b.max_x, b.max_y, 0, 0}, p, m);
+}
+
+/// Writes slot s of cell (cx, cy): handle h, the size byte of corners p and
+/// m, and p's offsets.
+static inline void pg_write_slot(point_grid *g, int32_t s, uint32_t h, pg_point p, pg_point m, int32_t cx, int32_t cy)
+{
+    g->order[s] = h | pg_size(g, p, m) << 24;
+    g->sq[s] = (uint16_t)pg_offsets(p, cx, cy);
+}
+
 /// Lists every live element in the cell of its point: a counting sort by
 /// cell, straight from the base's boxes. Handles ascend within a cell. Needs
 /// room for count slots; never allocates.
@@ -367,11 +387,9 @@ static void pg_rebuild(point_grid *g)
         if (isnan(b.min_x))
             continue;
         pg_point p, m;
-        pg_point_pair(g, b, (qg_rect){b.max_x, b.max_y, 0, 0}, &p, &m);
+        pg_corners(g, b, &p, &m);
         const int32_t cx = p.x >> PG_QBITS, cy = p.y >> PG_QBITS;
-        const int32_t s = --start[cy * g->cols + cx];
-        pg_set_order(g, s, h, pg_size(g, p, m));
-        g->sq[s] = (uint16_t)pg_offsets(p, cx, cy);
+        pg_write_slot(g, --start[cy * g->cols + cx], (uint32_t)h, p, m, cx, cy);
         g->hb[h] = (uint8_t)((cx & 3) | (cy & 3) << 2);
     }
     for (int32_t r = 0; r < g->rows; ++r)
@@ -396,8 +414,7 @@ static void pg_rebuild(point_grid *g)
 static void pg_refresh(point_grid *g)
 {
     const qg_rect *boxes = g->base.boxes;
-    uint32_t *order = g->order;
-    uint16_t *sq = g->sq;
+    const uint32_t *order = g->order;
     const int32_t *start = g->start;
     const int32_t listed = g->listed;
     int32_t s = 0;
@@ -412,11 +429,9 @@ static void pg_refresh(point_grid *g)
                 const uint32_t v = order[s] & PG_MAX_HANDLES;
                 if (v == PG_MAX_HANDLES)
                     continue;
-                const qg_rect b = boxes[v];
                 pg_point p, m;
-                pg_point_pair(g, b, (qg_rect){b.max_x, b.max_y, 0, 0}, &p, &m);
-                order[s] = v | pg_size(g, p, m) << 24;
-                sq[s] = (uint16_t)pg_offsets(p, cx, cy);
+                pg_corners(g, boxes[v], &p, &m);
+                pg_write_slot(g, s, v, p, m, cx, cy);
             }
         }
     }
@@ -643,7 +658,7 @@ static void pg_move_far(point_grid *g, qg_handle h, qg_rect old, qg_rect box)
     const uint32_t bits = g->hb[h];
     if (!(bits & PG_HB_TAIL)) {
         const int32_t hx = pg_home(op.x >> PG_QBITS, bits & 3), hy = pg_home(op.y >> PG_QBITS, bits >> 2 & 3);
-        if ((uint32_t)(np.x - (hx << PG_QBITS) + PG_M) < PG_SPAN && (uint32_t)(np.y - (hy << PG_QBITS) + PG_M) < PG_SPAN)
+        if (pg_in_margins(np, hx, hy))
             return;
         pg_unlist(g, h, op);
     } else {
@@ -678,8 +693,7 @@ static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
                                     (fabsf(box.min_y - old.min_y) <= g->near_y)) {
         const pg_point np = pg_box_point(g, box);
         const int32_t hx = pg_home(np.x >> PG_QBITS, bits & 3), hy = pg_home(np.y >> PG_QBITS, bits >> 2 & 3);
-        if (((uint32_t)(np.x - (hx << PG_QBITS) + PG_M) < PG_SPAN) &
-            ((uint32_t)(np.y - (hy << PG_QBITS) + PG_M) < PG_SPAN))
+        if (pg_in_margins(np, hx, hy))
             return QG_OK;
     }
     pg_move_far(g, h, old, box);
@@ -1170,7 +1184,7 @@ static bool pg_listed_valid(const point_grid *g, qg_handle h, int32_t s, int32_t
     if (bits != (uint32_t)((cx & 3) | (cy & 3) << 2))
         return false;
     const pg_point p = pg_box_point(g, index->boxes[h]);
-    if ((uint32_t)(p.x - (cx << PG_QBITS) + PG_M) >= PG_SPAN || (uint32_t)(p.y - (cy << PG_QBITS) + PG_M) >= PG_SPAN)
+    if (!pg_in_margins(p, cx, cy))
         return false;
     if (g->fresh && (g->sq[s] != pg_offsets(p, cx, cy) ||
                      g->order[s] >> 24 != pg_size(g, p, pg_point_of(g, index->boxes[h].max_x, index->boxes[h].max_y))))
