@@ -88,8 +88,9 @@ qg_status qg_create(const qg_config *config, qg_index **out)
     if (config == NULL || !qg_kind_available(config->kind))
         return QG_ERR_INVALID;
     const qg_rect b = config->bounds;
-    if (!box_valid(b) || !(b.min_x < b.max_x) || !(b.min_y < b.max_y) ||
-        !isfinite(b.max_x - b.min_x) || !isfinite(b.max_y - b.min_y))
+    // Any finite bounds: an extent past FLT_MAX (bounds [-3e38, 3e38]) is
+    // fine, every kind computes extents in double (qg_rect_extent).
+    if (!box_valid(b) || !(b.min_x < b.max_x) || !(b.min_y < b.max_y))
         return QG_ERR_INVALID;
     if (!size_valid(config->element_size) || !size_valid(config->max_element_size) ||
         !size_valid(config->cell_size) || config->max_depth < 0 || config->leaf_capacity < 0)

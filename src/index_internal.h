@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -100,11 +101,20 @@ static inline bool qg_report_pair(qg_pair_fn *fn, void *user, qg_handle a, qg_ha
     return a < b ? fn(a, b, user) : fn(b, a, user);
 }
 
-/// Largest of the two axes' extents of `r` (for choosing defaults).
+/// Extent of [lo, hi] in double: finite for any finite floats (hi - lo in
+/// float overflows to infinity past FLT_MAX, as with bounds [-3e38, 3e38]).
+static inline double qg_extent(float lo, float hi)
+{
+    return (double)hi - (double)lo;
+}
+
+/// Largest of the two axes' extents of `r` (for choosing defaults), as a
+/// float: FLT_MAX when it would overflow.
 static inline float qg_rect_extent(qg_rect r)
 {
-    float w = r.max_x - r.min_x, h = r.max_y - r.min_y;
-    return w > h ? w : h;
+    const double w = qg_extent(r.min_x, r.max_x), h = qg_extent(r.min_y, r.max_y);
+    const double e = w > h ? w : h;
+    return e < (double)FLT_MAX ? (float)e : FLT_MAX;
 }
 
 #endif
