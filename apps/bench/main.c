@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@
 /* ------------------------------------------------------------------------ */
 /* Options                                                                  */
 
-typedef enum workload { W_AGENTS, W_STATIC, W_SPARSE, W_INSERT, W_CHECK } workload;
+typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES } workload;
 typedef enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV } out_format;
 
 typedef struct options {
@@ -30,6 +31,8 @@ typedef struct options {
     int32_t frames;
     int32_t queries;
     int32_t repeat;
+    double budget_s;      /* scenes: time one implementation may take per scene */
+    unsigned scene_mask;  /* scenes: bit k = scene k selected */
     out_format format;
     bool verify;
     bench_setup tune; /* element sizes and quadgrid tuning; bounds/n set per run */
@@ -45,7 +48,7 @@ enum { QUADRATIC_LIMIT = 20000 };
 #define LARGEST_WIDTH 8.0f
 
 static const char *workload_name(workload w) {
-    static const char *names[] = {"agents", "static", "sparse", "insert", "check"};
+    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes"};
     return names[w];
 }
 
@@ -89,7 +92,7 @@ static bench_peer quadgrid_peer(qg_kind k) {
 /* ------------------------------------------------------------------------ */
 /* Output                                                                   */
 
-typedef enum field_type { F_STR, F_INT, F_MS, F_HEX } field_type;
+typedef enum field_type { F_STR, F_INT, F_MS, F_HEX, F_RATIO } field_type;
 
 typedef struct field {
     const char *key;
@@ -104,11 +107,15 @@ typedef struct field {
 #define FI(k, v) ((field){k, F_INT, NULL, (int64_t)(v), 0.0, 0})
 #define FD(k, v) ((field){k, F_MS, NULL, 0, (v), 0})
 #define FH(k, v) ((field){k, F_HEX, NULL, 0, 0.0, (v)})
+#define FR(k, v) ((field){k, F_RATIO, NULL, 0, (v), 0})
 
 static int column_width(const field *f) {
     int w = (int)strlen(f->key);
     int min = f->type == F_STR ? 18 : f->type == F_HEX ? 16 : 9;
-    if (strcmp(f->key, "workload") == 0 || strcmp(f->key, "index_bytes_how") == 0) min = 10;
+    if (strcmp(f->key, "workload") == 0 || strcmp(f->key, "index_bytes_how") == 0 ||
+        strcmp(f->key, "scene") == 0)
+        min = 10;
+    if (f->type == F_RATIO || strcmp(f->key, "status") == 0) min = 7;
     return w > min ? w : min;
 }
 
@@ -118,6 +125,7 @@ static void format_value(char *buf, size_t size, const field *f) {
     case F_INT: snprintf(buf, size, "%" PRId64, f->i); break;
     case F_MS: snprintf(buf, size, "%.3f", f->d); break;
     case F_HEX: snprintf(buf, size, "%016" PRIx64, f->u); break;
+    case F_RATIO: snprintf(buf, size, "%.2f", f->d); break;
     }
 }
 
@@ -318,9 +326,12 @@ static void record_answer(const char *name, uint64_t count, uint64_t checksum) {
 /* ------------------------------------------------------------------------ */
 /* agents                                                                   */
 
+/* `mixed` is `agents` with 1% of the agents 16 times larger: same frames,
+ * same fields, same check. */
 static int run_agents(const options *o, const bench_peer *p) {
     qgw_agents a;
-    if (!qgw_agents_init(&a, o->n)) return note("out of memory for %d agents", o->n), 1;
+    bool made = o->wl == W_MIXED ? qgw_agents_init_mixed(&a, o->n) : qgw_agents_init(&a, o->n);
+    if (!made) return note("out of memory for %d agents", o->n), 1;
     qgw_sweep ref = {0};
     if (o->verify && !qgw_sweep_sort(&ref, a.boxes, a.n)) {
         qgw_agents_free(&a);
@@ -397,7 +408,7 @@ static int run_agents(const options *o, const bench_peer *p) {
     size_t index_bytes = mem_index_bytes(&mem, p, impl);
     size_t rss = qgw_peak_rss_bytes();
     field fs[] = {
-        FS("workload", "agents"),
+        FS("workload", workload_name(o->wl)),
         FS("kind", p->name),
         FI("n", a.n),
         FI("frames", o->frames),
@@ -600,6 +611,319 @@ static int run_insert(const options *o, const bench_peer *p) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* scenes: the scene table of docs/scenes.md                                */
+
+/* The bar of issue 11: a frame in at most this many sort-and-sweep frames. */
+#define SCENE_BAR 3.0
+
+/* What one implementation did in one scene. */
+typedef struct scene_result {
+    bool failed, cut;
+    int32_t frames_done; /* frames run after the build, warm-up included */
+    int32_t measured;    /* frames the medians are over */
+    double build_ms, update_ms, pairs_ms, frame_ms;
+    size_t bytes;
+    const char *bytes_how;
+    qgw_sum last; /* answers of the last frame run */
+} scene_result;
+
+/* The queries --verify checks every frame, in the agents' world (mapped
+ * into the scene's coordinates like the boxes): the whole plane, unbounded;
+ * half planes; an area far outside the world; and 16x16 windows around a
+ * few agents. */
+enum { SCENE_QUERIES = 8 };
+
+static void scene_queries(const qgw_scene *s, int32_t frame, qg_rect out[SCENE_QUERIES]) {
+    const float inf = (float)INFINITY, W = s->agents.world;
+    out[0] = (qg_rect){-inf, -inf, inf, inf};
+    out[1] = qgw_scene_map(s, (qg_rect){-inf, -inf, W / 3.0f, inf});
+    out[2] = qgw_scene_map(s, (qg_rect){W * 0.5f, -inf, inf, W * 0.25f});
+    out[3] = qgw_scene_map(s, (qg_rect){W * 3.0f, W * -4.0f, W * 5.0f, W * -2.0f});
+    for (int q = 4; q < SCENE_QUERIES; q++) {
+        int32_t i = s->agents.n > 0
+                        ? (int32_t)(qgw_mix((uint64_t)frame * SCENE_QUERIES + (uint64_t)q) %
+                                    (uint64_t)s->agents.n)
+                        : 0;
+        float x = s->agents.n > 0 ? s->agents.x[i] : 0.0f, y = s->agents.n > 0 ? s->agents.y[i] : 0.0f;
+        out[q] = qgw_scene_map(s, (qg_rect){x - 8.0f, y - 8.0f, x + 8.0f, y + 8.0f});
+    }
+}
+
+/* Every query of the frame against a plain loop over the boxes. Returns 0 or
+ * 2 (a wrong answer), 1 when the implementation failed. */
+static int scene_check_queries(const bench_peer *p, bench_impl *impl, const qgw_scene *s,
+                               int32_t frame) {
+    qg_rect areas[SCENE_QUERIES];
+    scene_queries(s, frame, areas);
+    for (int q = 0; q < SCENE_QUERIES; q++) {
+        hit_sum got = {q, 0, 0}, want = {q, 0, 0};
+        if (!p->vt->query(impl, areas[q], sum_hit, &got)) return impl_failed(p, impl, "query");
+        for (int32_t i = 0; i < s->agents.n; i++)
+            if (qgw_overlap(&areas[q], &s->boxes[i])) sum_hit(i, &want);
+        if (got.hits != want.hits || got.checksum != want.checksum) {
+            note("MISMATCH: %s, scene %s n=%d, frame %d, query %d [%g %g %g %g]: hits %" PRIu64
+                 " checksum %016" PRIx64 ", plain loop hits %" PRIu64 " checksum %016" PRIx64,
+                 p->name, qgw_scene_name(s->id), s->agents.n, frame, q, (double)areas[q].min_x,
+                 (double)areas[q].min_y, (double)areas[q].max_x, (double)areas[q].max_y, got.hits,
+                 got.checksum, want.hits, want.checksum);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* Runs one implementation on one scene: build, then every frame. `ref` holds
+ * the sort-and-sweep's answer of every frame (NULL when this run is the
+ * sort-and-sweep, which then fills `mine`). Returns 0, 1 (the implementation
+ * failed or memory ran out) or 2 (a wrong answer). */
+static int run_scene_impl(const options *o, const bench_peer *p, qgw_scene_id id,
+                          const qgw_sum *ref, qgw_sum *mine, scene_result *r) {
+    memset(r, 0, sizeof *r);
+    r->bytes_how = "exact";
+    qgw_scene s;
+    if (!qgw_scene_init(&s, id, o->n)) {
+        r->failed = true;
+        return note("out of memory for scene %s, n=%d", qgw_scene_name(id), o->n), 1;
+    }
+    const int32_t total_frames = o->frames + WARMUP_FRAMES;
+    uint64_t *upd = calloc((size_t)total_frames, sizeof *upd);
+    uint64_t *prs = calloc((size_t)total_frames, sizeof *prs);
+    uint64_t *tot = calloc((size_t)total_frames, sizeof *tot);
+    bench_impl *impl = NULL;
+    qgw_sweep diff = {0};
+    int rc = 0;
+    if (!upd || !prs || !tot) {
+        rc = 1;
+        note("out of memory");
+        goto out;
+    }
+
+    mem_probe mem = mem_begin();
+    bench_setup setup = {0};
+    setup.bounds = s.bounds;
+    setup.n = s.agents.n;
+    setup.element_size = s.element_size;
+    setup.max_element_size = s.max_element_size;
+    const uint64_t start = qgw_now_ns();
+    const uint64_t budget_ns = (uint64_t)(o->budget_s * 1e9);
+    if (!p->vt->create(&impl, &setup, p->arg)) {
+        rc = impl_failed(p, impl, "create");
+        goto out;
+    }
+    uint64_t t0 = qgw_now_ns();
+    if (!p->vt->build(impl, s.boxes, s.agents.n, false)) {
+        rc = impl_failed(p, impl, "build");
+        goto out;
+    }
+    r->build_ms = (double)(qgw_now_ns() - t0) / 1e6;
+
+    progress prog = progress_start();
+    for (int32_t frame = 1; frame <= total_frames; frame++) {
+        if (frame > 1 && qgw_now_ns() - start > budget_ns) {
+            r->cut = true;
+            break;
+        }
+        t0 = qgw_now_ns();
+        qgw_scene_move(&s);
+        if (!p->vt->update(impl, s.boxes, s.agents.n)) {
+            rc = impl_failed(p, impl, "update");
+            goto out;
+        }
+        uint64_t t1 = qgw_now_ns();
+        qgw_sum sum = {0, 0};
+        if (!p->vt->pairs(impl, qgw_sum_pair, &sum)) {
+            rc = impl_failed(p, impl, "pairs");
+            goto out;
+        }
+        uint64_t t2 = qgw_now_ns();
+        upd[frame - 1] = t1 - t0;
+        prs[frame - 1] = t2 - t1;
+        tot[frame - 1] = t2 - t0;
+        r->frames_done = frame;
+        r->last = sum;
+        if (!ref) {
+            mine[frame - 1] = sum;
+        } else if (ref[frame - 1].count != sum.count || ref[frame - 1].checksum != sum.checksum) {
+            progress_end(&prog);
+            note("MISMATCH: %s, scene %s n=%d, frame %d: pairs %" PRIu64 " checksum %016" PRIx64
+                 ", sort-and-sweep pairs %" PRIu64 " checksum %016" PRIx64,
+                 p->name, qgw_scene_name(id), s.agents.n, frame, sum.count, sum.checksum,
+                 ref[frame - 1].count, ref[frame - 1].checksum);
+            if (qgw_sweep_sort(&diff, s.boxes, s.agents.n)) print_pair_diff(p, impl, &diff);
+            rc = 2;
+            goto out;
+        }
+        if (o->verify && p->vt->query_stats) {
+            /* quadgrid kinds only: the peers' libraries are not asked
+             * unbounded or far-away areas. */
+            rc = scene_check_queries(p, impl, &s, frame);
+            if (rc) goto out;
+        }
+        progress_update(&prog, qgw_scene_name(id), p->name, frame, total_frames);
+    }
+    progress_end(&prog);
+
+    /* The medians are over the frames after the warm-up; a run cut short
+     * before it got there reports the frames it ran. */
+    int32_t from = r->frames_done > WARMUP_FRAMES ? WARMUP_FRAMES : 0;
+    r->measured = r->frames_done - from;
+    r->update_ms = median_ms(upd + from, r->measured);
+    r->pairs_ms = median_ms(prs + from, r->measured);
+    r->frame_ms = median_ms(tot + from, r->measured);
+    r->bytes = mem_index_bytes(&mem, p, impl);
+    r->bytes_how = bytes_how_name(p, &mem);
+
+out:
+    if (rc) r->failed = true;
+    if (impl) p->vt->destroy(impl);
+    free(upd), free(prs), free(tot);
+    qgw_sweep_free(&diff);
+    qgw_scene_free(&s);
+    return rc;
+}
+
+static void emit_scene(const options *o, qgw_scene_id id, const bench_peer *p,
+                       const scene_result *r, double ref_frame_ms) {
+    char status[32];
+    if (r->failed) snprintf(status, sizeof status, "FAILED");
+    else if (r->cut) snprintf(status, sizeof status, "cut@%d", (int)r->frames_done);
+    else snprintf(status, sizeof status, "ok");
+    double ratio = ref_frame_ms > 0.0 ? r->frame_ms / ref_frame_ms : 0.0;
+    field fs[] = {
+        FS("workload", "scenes"),
+        FS("scene", qgw_scene_name(id)),
+        FS("kind", p->name),
+        FI("n", o->n),
+        FI("frames", r->measured),
+        FD("build_ms", r->build_ms),
+        FD("update_ms", r->update_ms),
+        FD("pairs_ms", r->pairs_ms),
+        FD("frame_ms", r->frame_ms),
+        FR("ratio", ratio),
+        FI("index_bytes", r->bytes),
+        FI("pairs", r->last.count),
+        FH("checksum", r->last.checksum),
+        FS("status", status),
+    };
+    emit(o, fs, (int)(sizeof fs / sizeof fs[0]));
+}
+
+/* One implementation's worst scene, for the lines after the table. */
+typedef struct scene_worst {
+    bench_peer peer;
+    double ratio;
+    qgw_scene_id scene;
+    int scenes_run, cut, failed;
+} scene_worst;
+
+static bool in_bar(const bench_peer *p) {
+    /* The bar is for the quadgrid indexes: not the textbook baseline, not
+     * the brute-force oracle, not the peer libraries. */
+    qg_kind k;
+    return p->vt == &bench_quadgrid_vtable && qg_kind_from_name(p->name, &k) == QG_OK &&
+           k != QG_BUCKET_QUADTREE && k != QG_BRUTE_FORCE;
+}
+
+static int run_scenes(const options *o, const bench_peer *impls, int impl_count) {
+    const int32_t total_frames = o->frames + WARMUP_FRAMES;
+    qgw_sum *ref = calloc((size_t)total_frames, sizeof *ref);
+    scene_worst *worst = calloc((size_t)impl_count, sizeof *worst);
+    if (!ref || !worst) {
+        free(ref), free(worst);
+        return note("out of memory"), 1;
+    }
+    const bench_peer sweep = peers[0];
+    int rc = 0;
+    for (int k = 0; k < impl_count; k++) worst[k].peer = impls[k];
+    for (int id = 0; id < QGW_SCENE_COUNT; id++) {
+        if (!(o->scene_mask & (1u << id))) continue;
+        scene_result sr;
+        int r = run_scene_impl(o, &sweep, (qgw_scene_id)id, NULL, ref, &sr);
+        emit_scene(o, (qgw_scene_id)id, &sweep, &sr, sr.frame_ms);
+        if (r) {
+            note("scene %s: the sort-and-sweep reference failed; skipping the scene",
+                 qgw_scene_name((qgw_scene_id)id));
+            if (r > rc) rc = r;
+            continue;
+        }
+        for (int k = 0; k < impl_count; k++) {
+            scene_result kr;
+            r = run_scene_impl(o, &impls[k], (qgw_scene_id)id, ref, NULL, &kr);
+            if (r > rc) rc = r;
+            emit_scene(o, (qgw_scene_id)id, &impls[k], &kr, sr.frame_ms);
+            if (kr.cut)
+                note("%s, scene %s: cut short after %d frames (budget %.0f s)", impls[k].name,
+                     qgw_scene_name((qgw_scene_id)id), (int)kr.frames_done, o->budget_s);
+            scene_worst *w = &worst[k];
+            double ratio = sr.frame_ms > 0.0 ? kr.frame_ms / sr.frame_ms : 0.0;
+            w->scenes_run++;
+            if (kr.cut) w->cut++;
+            if (kr.failed) w->failed++;
+            if (w->scenes_run == 1 || ratio > w->ratio) {
+                w->ratio = ratio;
+                w->scene = (qgw_scene_id)id;
+            }
+        }
+    }
+
+    /* Per kind: its worst scene; then the verdict on the bar. Timing only:
+     * the exit status depends on the answers alone. */
+    char over[1024] = "";
+    size_t used = 0;
+    bool met = true;
+    int in_bar_count = 0;
+    for (int k = 0; k < impl_count; k++) {
+        const scene_worst *w = &worst[k];
+        if (!w->scenes_run) continue;
+        bool bar = in_bar(&w->peer);
+        bool ok = !w->failed && !w->cut && w->ratio <= SCENE_BAR;
+        if (bar) {
+            in_bar_count++;
+            if (!ok) {
+                met = false;
+                int len = snprintf(over + used, sizeof over - used, "%s%s %.1fx (%s)%s%s",
+                                   used ? ", " : "", w->peer.name, w->ratio,
+                                   qgw_scene_name(w->scene), w->cut ? ", cut short" : "",
+                                   w->failed ? ", FAILED" : "");
+                if (len > 0 && (size_t)len < sizeof over - used) used += (size_t)len;
+            }
+        }
+        if (o->format == OUT_JSON) {
+            printf("{\"workload\":\"scenes_worst\",\"kind\":\"%s\",\"worst_ratio\":%.2f,"
+                   "\"worst_scene\":\"%s\",\"scenes\":%d,\"cut\":%d,\"failed\":%d,\"in_bar\":%s}\n",
+                   w->peer.name, w->ratio, qgw_scene_name(w->scene), w->scenes_run, w->cut,
+                   w->failed, bar ? "true" : "false");
+        } else {
+            printf("worst %-18s %8.2fx sort-and-sweep (%s)%s%s%s\n", w->peer.name, w->ratio,
+                   qgw_scene_name(w->scene), w->cut ? ", cut short by the time budget" : "",
+                   w->failed ? ", FAILED" : "", bar ? "" : "  [not held to the bar]");
+        }
+    }
+    char scenes[128] = "";
+    size_t sl = 0;
+    for (int id = 0; id < QGW_SCENE_COUNT; id++)
+        if (o->scene_mask & (1u << id)) {
+            int len = snprintf(scenes + sl, sizeof scenes - sl, "%s%s", sl ? "," : "",
+                               qgw_scene_name((qgw_scene_id)id));
+            if (len > 0 && (size_t)len < sizeof scenes - sl) sl += (size_t)len;
+        }
+    const char *verdict = in_bar_count == 0 ? "NO KIND HELD TO IT RAN" : met ? "MET" : "NOT MET";
+    if (o->format == OUT_JSON) {
+        printf("{\"workload\":\"scenes_verdict\",\"bar\":%.1f,\"n\":%d,\"scenes\":\"%s\","
+               "\"verdict\":\"%s\",\"over\":\"%s\"}\n",
+               SCENE_BAR, o->n, scenes, verdict, over);
+    } else {
+        printf("bar: every kind except bucket_quadtree (and the brute_force oracle) <= %.0fx the "
+               "sort-and-sweep frame in every scene (%s, n=%d): %s%s%s\n",
+               SCENE_BAR, scenes, o->n, verdict, used ? ": " : "", over);
+    }
+    fflush(stdout);
+    free(ref);
+    free(worst);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* check: the reference against plain loops, independent of the library     */
 
 static int run_check(const options *o) {
@@ -651,18 +975,24 @@ static void usage(FILE *f) {
     fputs("usage: quadgrid-bench <workload> [options]\n"
           "workloads:\n"
           "  agents   N moving squares, all overlapping pairs every frame\n"
+          "  mixed    agents with 1% of them 16 times larger (same options and fields)\n"
+          "  scenes   the scene table (docs/scenes.md): every scene, every kind, beside\n"
+          "           sort-and-sweep; options --kind --n --frames --json --verify\n"
+          "           --scene NAME[,NAME] (agents,mixed,dragons,outside,huge,tiny)\n"
+          "           --budget S (seconds one kind may take in one scene, default 20)\n"
           "  static   N boxes, window queries\n"
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
           "  check    test the sort-and-sweep reference against plain loops\n"
           "options:\n"
           "  --kind K[,K...]|all  quadgrid kinds and peers (default all; --list shows them)\n"
-          "  --n N                elements (agents/sparse 100000, static/insert 1000000)\n"
-          "  --frames F           measured frames after 3 warm-up frames (default 60)\n"
+          "  --n N                elements (agents/mixed/sparse/scenes 100000, static/insert 1000000)\n"
+          "  --frames F           measured frames after 3 warm-up frames (default 60, scenes 10)\n"
           "  --queries Q          static 100000, sparse 100\n"
           "  --repeat R           insert: builds, median reported (default 3)\n"
           "  --json | --csv       one line per (workload, kind, n)\n"
           "  --verify             compare every frame/query with sort-and-sweep, fail on mismatch\n"
+          "                       (scenes: pairs are always compared; --verify adds queries)\n"
           "  --element-size S     typical width given to every index (default 5)\n"
           "  --cell-size S --max-depth D --leaf-capacity C   quadgrid tuning (0 = default)\n"
           "  --list               list the kinds this build can run\n",
@@ -703,18 +1033,20 @@ static bool all_selected(const options *o) {
 /* Runs one implementation; `from_all` applies the size limit of quadratic
  * implementations. */
 static int run_one(const options *o, const bench_peer *p, bool from_all) {
-    bool limited = o->wl == W_AGENTS || o->wl == W_STATIC;
+    bool limited = o->wl == W_AGENTS || o->wl == W_MIXED || o->wl == W_STATIC;
     if (from_all && p->quadratic && limited && o->n > QUADRATIC_LIMIT) {
         note("skipping %s: O(n^2) above n=%d (ask for it with --kind %s)", p->name, QUADRATIC_LIMIT,
              p->name);
         return 0;
     }
     switch (o->wl) {
-    case W_AGENTS: return run_agents(o, p);
+    case W_AGENTS:
+    case W_MIXED: return run_agents(o, p);
     case W_STATIC:
     case W_SPARSE: return run_queries(o, p);
     case W_INSERT: return run_insert(o, p);
-    case W_CHECK: break;
+    case W_CHECK:
+    case W_SCENES: break;
     }
     return 1;
 }
@@ -737,13 +1069,87 @@ static int run_named(const options *o, const char *name) {
             return 1;
         }
     note("unknown kind '%s' (see --list)", name);
-    return 1;
+    return 2;
+}
+
+/* scenes: the implementations --kind names, besides the sort-and-sweep
+ * reference, which always runs. Returns 0, or 2 for an unknown name and 1
+ * for one that is not built. */
+static int scene_impls(const options *o, bench_peer *out, int *count) {
+    *count = 0;
+    if (all_selected(o)) {
+        for (int k = 0; k < QG_KIND_COUNT; k++) {
+            if (!qg_kind_available((qg_kind)k)) continue;
+            bench_peer p = quadgrid_peer((qg_kind)k);
+            if (p.quadratic && o->n > QUADRATIC_LIMIT) {
+                note("skipping %s: O(n^2) above n=%d (ask for it with --kind %s)", p.name,
+                     QUADRATIC_LIMIT, p.name);
+                continue;
+            }
+            out[(*count)++] = p;
+        }
+        return 0;
+    }
+    char *list = strdup(o->kinds);
+    if (!list) return note("out of memory"), 1;
+    int rc = 0;
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name && rc == 0;
+         name = strtok_r(NULL, ",", &save)) {
+        qg_kind k;
+        bool found = false;
+        if (strcmp(name, peers[0].name) == 0) continue; /* the reference runs anyway */
+        for (int i = 0; i < *count; i++) found = found || strcmp(out[i].name, name) == 0;
+        if (found) continue;
+        if (qg_kind_from_name(name, &k) == QG_OK) {
+            if (!qg_kind_available(k)) {
+                note("kind %s is not built in this version of quadgrid", name);
+                rc = 1;
+            } else {
+                out[(*count)++] = quadgrid_peer(k);
+            }
+            continue;
+        }
+        for (int i = 1; i < PEER_COUNT && !found; i++)
+            if (strcmp(peers[i].name, name) == 0) out[(*count)++] = peers[i], found = true;
+        for (int i = 0; missing_peers[i] && !found; i++)
+            if (strcmp(missing_peers[i], name) == 0) {
+                note("peer %s is not built (QG_BENCH_PEERS=OFF or its library was not found at configure time)", name);
+                rc = 1, found = true;
+            }
+        if (!found) {
+            note("unknown kind '%s' (see --list)", name);
+            rc = 2;
+        }
+    }
+    free(list);
+    return rc;
+}
+
+/* --scene NAME[,NAME...]: the bit mask of the scenes, or 0 after a message
+ * naming the bad one. */
+static unsigned parse_scenes(const char *arg) {
+    char *list = strdup(arg);
+    if (!list) return note("out of memory"), 0u;
+    unsigned mask = 0;
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name;
+         name = strtok_r(NULL, ",", &save)) {
+        qgw_scene_id id;
+        if (!qgw_scene_from_name(name, &id)) {
+            note("unknown scene '%s' (scenes: agents, mixed, dragons, outside, huge, tiny)", name);
+            mask = 0;
+            break;
+        }
+        mask |= 1u << id;
+    }
+    free(list);
+    if (mask == 0 && !*arg) note("--scene needs at least one scene name");
+    return mask;
 }
 
 /* After several implementations ran the same workload: did they agree? */
 static int cross_check(const options *o) {
     if (answer_count < 2) return 0;
-    const char *what = o->wl == W_AGENTS ? "pairs" : "hits";
+    const char *what = o->wl == W_AGENTS || o->wl == W_MIXED ? "pairs" : "hits";
     int bad = 0;
     for (int i = 1; i < answer_count; i++)
         if (answers[i].count != answers[0].count || answers[i].checksum != answers[0].checksum) {
@@ -759,16 +1165,21 @@ static int cross_check(const options *o) {
     return bad ? 2 : 0;
 }
 
+/* Exit status: 0 every answer agreed; 1 an implementation failed (or memory
+ * ran out); 2 a wrong answer, or a bad command line. */
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
-        return 1;
+        return 2;
     }
     options o = {0};
     o.kinds = "all";
     o.tune.element_size = TYPICAL_WIDTH;
     o.tune.max_element_size = LARGEST_WIDTH;
-    bool have_n = false, have_queries = false, have_frames = false;
+    bool have_n = false, have_queries = false, have_frames = false, have_tune = false;
+    bool have_scene = false, have_budget = false;
+    o.budget_s = 20.0;
+    o.scene_mask = (1u << QGW_SCENE_COUNT) - 1u;
 
     const char *wl = argv[1];
     if (strcmp(wl, "--help") == 0 || strcmp(wl, "-h") == 0) {
@@ -780,6 +1191,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(wl, "agents") == 0) o.wl = W_AGENTS;
+    else if (strcmp(wl, "mixed") == 0) o.wl = W_MIXED;
+    else if (strcmp(wl, "scenes") == 0) o.wl = W_SCENES;
     else if (strcmp(wl, "static") == 0) o.wl = W_STATIC;
     else if (strcmp(wl, "sparse") == 0) o.wl = W_SPARSE;
     else if (strcmp(wl, "insert") == 0) o.wl = W_INSERT;
@@ -787,7 +1200,7 @@ int main(int argc, char **argv) {
     else {
         note("unknown workload '%s'", wl);
         usage(stderr);
-        return 1;
+        return 2;
     }
     o.frames = 60;
     o.repeat = 3;
@@ -802,11 +1215,21 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--queries") == 0)
             ok = val && parse_int(val, 1, &o.queries), have_queries = true;
         else if (strcmp(arg, "--repeat") == 0) ok = val && parse_int(val, 1, &o.repeat);
-        else if (strcmp(arg, "--element-size") == 0) ok = val && parse_float(val, &o.tune.element_size);
-        else if (strcmp(arg, "--cell-size") == 0) ok = val && parse_float(val, &o.tune.cell_size);
-        else if (strcmp(arg, "--max-depth") == 0) ok = val && parse_int(val, 0, &o.tune.max_depth);
+        else if (strcmp(arg, "--element-size") == 0)
+            ok = val && parse_float(val, &o.tune.element_size), have_tune = true;
+        else if (strcmp(arg, "--cell-size") == 0)
+            ok = val && parse_float(val, &o.tune.cell_size), have_tune = true;
+        else if (strcmp(arg, "--max-depth") == 0)
+            ok = val && parse_int(val, 0, &o.tune.max_depth), have_tune = true;
         else if (strcmp(arg, "--leaf-capacity") == 0)
-            ok = val && parse_int(val, 0, &o.tune.leaf_capacity);
+            ok = val && parse_int(val, 0, &o.tune.leaf_capacity), have_tune = true;
+        else if (strcmp(arg, "--scene") == 0)
+            ok = val && (o.scene_mask = parse_scenes(val)) != 0, have_scene = true;
+        else if (strcmp(arg, "--budget") == 0) {
+            int32_t b = 0;
+            ok = val && parse_int(val, 1, &b);
+            o.budget_s = b, have_budget = true;
+        }
         else {
             takes = false;
             if (strcmp(arg, "--json") == 0) o.format = OUT_JSON;
@@ -821,12 +1244,12 @@ int main(int argc, char **argv) {
             } else {
                 note("unknown option '%s'", arg);
                 usage(stderr);
-                return 1;
+                return 2;
             }
         }
         if (!ok) {
             note("bad or missing value for %s", arg);
-            return 1;
+            return 2;
         }
         if (takes) i++;
     }
@@ -835,6 +1258,31 @@ int main(int argc, char **argv) {
     if (o.wl == W_CHECK) {
         if (!have_frames) o.frames = 10;
         return run_check(&o);
+    }
+    if ((have_scene || have_budget) && o.wl != W_SCENES) {
+        note("--scene and --budget are options of the scenes workload");
+        return 2;
+    }
+    if (o.wl == W_SCENES) {
+        if (have_tune) {
+            note("scenes: each scene has its own configuration (docs/scenes.md); "
+                 "--element-size, --cell-size, --max-depth and --leaf-capacity do not apply");
+            return 2;
+        }
+        if (have_queries || o.format == OUT_CSV) {
+            note("scenes: --queries and --csv do not apply");
+            return 2;
+        }
+        if (o.n < 1) {
+            note("scenes: --n must be at least 1");
+            return 2;
+        }
+        if (!have_frames) o.frames = 10;
+        bench_peer impls[QG_KIND_COUNT + PEER_COUNT];
+        int impl_count = 0;
+        int r = scene_impls(&o, impls, &impl_count);
+        if (r) return r;
+        return run_scenes(&o, impls, impl_count);
     }
 
     int rc = 0;

@@ -81,15 +81,17 @@ static qg_rect box_of(float x, float y, float h) {
     return r;
 }
 
-bool qgw_agents_init(qgw_agents *a, int32_t n) {
+/* The agents generator with world side W; `mixed` scales every hundredth
+ * half-size by 16 right after it is drawn (the `mixed` workload). */
+static bool agents_draw(qgw_agents *a, int32_t n, float W, bool mixed) {
     if (!agents_alloc(a, n)) return false;
-    const float W = qgw_agents_world(n);
     a->world = W;
     qgw_rng rng = qgw_rng_new(QGW_SEED);
     for (int32_t i = 0; i < n; i++) {
         /* Separate statements: the draw order is part of the definition and C
          * leaves the order of evaluation within one expression unspecified. */
         float h = 1.0f + 3.0f * qgw_uniform(&rng);
+        if (mixed && i % 100 == 0) h *= 16.0f;
         float x = h + (W - 2.0f * h) * qgw_uniform(&rng);
         float y = h + (W - 2.0f * h) * qgw_uniform(&rng);
         float angle = 6.28318530718f * qgw_uniform(&rng);
@@ -103,6 +105,14 @@ bool qgw_agents_init(qgw_agents *a, int32_t n) {
     }
     a->rng = rng;
     return true;
+}
+
+bool qgw_agents_init(qgw_agents *a, int32_t n) {
+    return agents_draw(a, n, qgw_agents_world(n), false);
+}
+
+bool qgw_agents_init_mixed(qgw_agents *a, int32_t n) {
+    return agents_draw(a, n, qgw_agents_world(n), true);
 }
 
 void qgw_agents_free(qgw_agents *a) {
@@ -190,6 +200,135 @@ bool qgw_sparse_init(qgw_agents *a, int32_t n) {
 qg_rect qgw_sparse_query(const qgw_agents *a) {
     qg_rect r = {0.0f, 0.0f, a->world * 0.5f, a->world * 0.5f};
     return r;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The scene table (docs/scenes.md)                                         */
+
+static const char *const scene_names[QGW_SCENE_COUNT] = {
+    "agents", "mixed", "dragons", "outside", "huge", "tiny",
+};
+
+/* outside: the agents generator in a world of side 9 * 1024, shifted so the
+ * default bounds [0,1024]^2 sit in its middle (81 times their area). */
+#define OUTSIDE_SIDE 9216.0f
+#define OUTSIDE_SHIFT (-4096.0f)
+#define HUGE_SCALE 0x1p100f
+#define TINY_SCALE 0x1p-100f
+
+const char *qgw_scene_name(qgw_scene_id id) {
+    return (unsigned)id < QGW_SCENE_COUNT ? scene_names[id] : NULL;
+}
+
+bool qgw_scene_from_name(const char *name, qgw_scene_id *out) {
+    for (int k = 0; k < QGW_SCENE_COUNT; k++)
+        if (strcmp(name, scene_names[k]) == 0) {
+            *out = (qgw_scene_id)k;
+            return true;
+        }
+    return false;
+}
+
+int32_t qgw_scene_dragons(int32_t n) {
+    return n > 0 ? n / 200 : 0;
+}
+
+static qg_rect scene_map_box(const qgw_scene *s, qg_rect r) {
+    const float k = s->scale, o = s->offset;
+    qg_rect m = {r.min_x * k + o, r.min_y * k + o, r.max_x * k + o, r.max_y * k + o};
+    return m;
+}
+
+qg_rect qgw_scene_map(const qgw_scene *s, qg_rect r) {
+    return scene_map_box(s, r);
+}
+
+static void scene_map_all(qgw_scene *s) {
+    if (s->boxes == s->agents.boxes) return;
+    for (int32_t i = 0; i < s->agents.n; i++) s->boxes[i] = scene_map_box(s, s->agents.boxes[i]);
+}
+
+/* quadgrid-sim's --dragons, drawn after every agent from the same generator:
+ * agent k*n/D becomes a dragon 20-50 times an average agent's half-size
+ * (capped at W/6 so it fits between the walls), walking at 0.3 times its
+ * speed. */
+static void scene_add_dragons(qgw_agents *a) {
+    const int32_t n = a->n, d = qgw_scene_dragons(n);
+    const float W = a->world;
+    for (int32_t k = 0; k < d; k++) {
+        int32_t i = (int32_t)((int64_t)k * n / d);
+        float h = 2.5f * (20.0f + 30.0f * qgw_uniform(&a->rng));
+        h = fminf(h, W / 6.0f);
+        float x = h + (W - 2.0f * h) * qgw_uniform(&a->rng);
+        float y = h + (W - 2.0f * h) * qgw_uniform(&a->rng);
+        a->h[i] = h;
+        a->x[i] = x;
+        a->y[i] = y;
+        a->vx[i] *= 0.3f;
+        a->vy[i] *= 0.3f;
+        a->boxes[i] = box_of(x, y, h);
+    }
+}
+
+bool qgw_scene_init(qgw_scene *s, qgw_scene_id id, int32_t n) {
+    memset(s, 0, sizeof *s);
+    if ((unsigned)id >= QGW_SCENE_COUNT || n < 0) return false;
+    const float W = id == QGW_SCENE_OUTSIDE ? OUTSIDE_SIDE : qgw_agents_world(n);
+    if (!agents_draw(&s->agents, n, W, id == QGW_SCENE_MIXED)) return false;
+    if (id == QGW_SCENE_DRAGONS) scene_add_dragons(&s->agents);
+    s->id = id;
+    s->scale = 1.0f;
+    s->offset = 0.0f;
+    s->bounds = (qg_rect){0.0f, 0.0f, W, W};
+    s->element_size = 5.0f;
+    s->max_element_size = 8.0f;
+    switch (id) {
+    case QGW_SCENE_OUTSIDE:
+        s->offset = OUTSIDE_SHIFT;
+        s->bounds = qg_default_config(QG_BRUTE_FORCE).bounds;
+        break;
+    case QGW_SCENE_HUGE:
+        s->scale = HUGE_SCALE;
+        s->bounds = (qg_rect){-3e38f, -3e38f, 3e38f, 3e38f};
+        break;
+    case QGW_SCENE_TINY:
+        s->scale = TINY_SCALE;
+        s->bounds = (qg_rect){0.0f, 0.0f, W * TINY_SCALE, W * TINY_SCALE};
+        break;
+    default: break;
+    }
+    s->element_size *= s->scale;
+    s->max_element_size *= s->scale;
+    if (s->scale == 1.0f && s->offset == 0.0f) {
+        s->boxes = s->agents.boxes;
+    } else {
+        s->boxes = malloc((n > 0 ? (size_t)n : 1) * sizeof *s->boxes);
+        if (!s->boxes) {
+            qgw_agents_free(&s->agents);
+            return false;
+        }
+        scene_map_all(s);
+    }
+    return true;
+}
+
+void qgw_scene_move(qgw_scene *s) {
+    qgw_agents_move(&s->agents);
+    scene_map_all(s);
+}
+
+qg_config qgw_scene_config(const qgw_scene *s, qg_kind kind) {
+    qg_config c = qg_default_config(kind);
+    c.bounds = s->bounds;
+    c.element_size = s->element_size;
+    c.max_element_size = s->max_element_size;
+    return c;
+}
+
+void qgw_scene_free(qgw_scene *s) {
+    if (s->boxes != s->agents.boxes) free(s->boxes);
+    qgw_agents_free(&s->agents);
+    memset(s, 0, sizeof *s);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,5 +1,5 @@
-/// The standard workloads (agents, static, and the bench's extra sparse
-/// layout), shared by quadgrid-bench, quadgrid-sim and the tests so that every
+/// The standard workloads (agents, mixed, static, the bench's extra sparse
+/// layout, and the scenes of docs/scenes.md), shared by quadgrid-bench, quadgrid-sim and the tests so that every
 /// program feeds the indexes the same bits and can compare pair counts and
 /// checksums with any other implementation of the workload definition.
 ///
@@ -90,6 +90,11 @@ float qgw_agents_world(int32_t n);
 /// memory runs out (then *a holds nothing to free).
 bool qgw_agents_init(qgw_agents *a, int32_t n);
 
+/// The `mixed` workload: exactly qgw_agents_init, except that right after
+/// agent i's half-size is drawn, `if (i % 100 == 0) h *= 16.0f` (1% of the
+/// agents are 32-128 wide). Moves with qgw_agents_move like `agents`.
+bool qgw_agents_init_mixed(qgw_agents *a, int32_t n);
+
 /// Frees the arrays; the struct may be initialised again.
 void qgw_agents_free(qgw_agents *a);
 
@@ -127,6 +132,64 @@ bool qgw_sparse_init(qgw_agents *a, int32_t n);
 
 /// The sparse workload's query: [0, W/2] x [0, W/2].
 qg_rect qgw_sparse_query(const qgw_agents *a);
+
+/* ------------------------------------------------------------------------ */
+/* The scene table (docs/scenes.md)                                         */
+
+/// The scenes of docs/scenes.md, in the order the table prints them.
+typedef enum qgw_scene_id {
+    QGW_SCENE_AGENTS,   ///< the `agents` workload
+    QGW_SCENE_MIXED,    ///< the `mixed` workload
+    QGW_SCENE_DRAGONS,  ///< agents with N/200 dragons (quadgrid-sim --dragons)
+    QGW_SCENE_OUTSIDE,  ///< boxes over 81x the default bounds, default bounds kept
+    QGW_SCENE_HUGE,     ///< agents scaled by 2^100, bounds [-3e38, 3e38]^2
+    QGW_SCENE_TINY,     ///< agents scaled by 2^-100
+    QGW_SCENE_COUNT
+} qgw_scene_id;
+
+/// "agents", "mixed", "dragons", "outside", "huge", "tiny"; NULL if unknown.
+const char *qgw_scene_name(qgw_scene_id id);
+
+/// The scene of a name given by qgw_scene_name; false if unknown.
+bool qgw_scene_from_name(const char *name, qgw_scene_id *out);
+
+/// Number of dragons the dragons scene has for n agents: n / 200.
+int32_t qgw_scene_dragons(int32_t n);
+
+/// One scene: agents that move exactly as `agents` does (in their own world
+/// [0, agents.world]^2), and the boxes the index sees, which are the agents'
+/// boxes with every coordinate c mapped to c * scale + offset (float, one
+/// rounding at most; exact for the huge and tiny scenes' powers of two).
+typedef struct qgw_scene {
+    qgw_scene_id id;
+    qgw_agents agents;
+    /// The boxes the index sees: agents.boxes itself when scale is 1 and
+    /// offset 0, else an array of its own recomputed by every move.
+    qg_rect *boxes;
+    float scale, offset;
+    /// The configuration a user who knows the typical size but not the scene
+    /// would give (docs/scenes.md).
+    qg_rect bounds;
+    float element_size, max_element_size;
+} qgw_scene;
+
+/// Draws frame 0 of scene `id` with n agents. Returns false when n < 0, the
+/// id is unknown or memory runs out (then *s holds nothing to free).
+bool qgw_scene_init(qgw_scene *s, qgw_scene_id id, int32_t n);
+
+/// One frame's step 1: moves the agents (qgw_agents_move) and recomputes the
+/// boxes.
+void qgw_scene_move(qgw_scene *s);
+
+/// Maps an area of the agents' world to the scene's coordinates, as the
+/// boxes are mapped (for queries).
+qg_rect qgw_scene_map(const qgw_scene *s, qg_rect r);
+
+/// qg_default_config(kind) with the scene's bounds, element_size and
+/// max_element_size.
+qg_config qgw_scene_config(const qgw_scene *s, qg_kind kind);
+
+void qgw_scene_free(qgw_scene *s);
 
 /* ------------------------------------------------------------------------ */
 /* Reference pairs: sort and sweep on x                                     */
