@@ -30,7 +30,7 @@ static uint64_t g_seed = 0x5ce9e5ull;
 /* Sizes: a few thousand boxes, a few frames (the outside scene spreads its
  * boxes over 81 times the default bounds, so it needs more of them to have
  * pairs at all). */
-enum { SCENE_N = 3000, OUTSIDE_N = 10000, FRAMES = 4 };
+enum { SCENE_N = 3000, OUTSIDE_N = 5000, FRAMES = 4 };
 
 static int32_t scene_n(qgw_scene_id id)
 {
