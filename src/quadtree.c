@@ -21,6 +21,21 @@
 // - Pairs walk the leaves in tree order and report a pair only in the leaf
 //   that holds the top-left corner of the two boxes' overlap, so each pair is
 //   reported once without a visited set.
+// - The configured bounds are a hint. The tree maps its own world box, which
+//   starts as the bounds and is re-fitted in qg_cleanup to the elements when
+//   a sixteenth of them lie outside it (the new world takes in the old one,
+//   half as wide again, so a spreading population re-fits a logarithmic
+//   number of times) or when they fill less than an eighth of it on both
+//   axes (bounds [-3e38, 3e38] around agents in [0, 5000]). The check costs
+//   four comparisons per insert or move: cleanup scans the boxes only when
+//   a sixteenth of the moves since the last scan ended outside the world, or
+//   the population doubled or halved since it. A re-fit rebuilds the tree in
+//   the memory the old one held (every element needs one element node at the
+//   root, and it had at least one), splitting level by level while nodes are
+//   there; leaves left over-full are split by the next insert or move, which
+//   may allocate. With element_size given, max_depth follows the new world.
+//   A world is square in world units (cells as wide as tall): its mapping to
+//   integers is computed in double, so any finite bounds work.
 #include "index_internal.h"
 #include "pool.h"
 
@@ -65,9 +80,53 @@ typedef struct quadtree {
     qg_enode_pool enodes;
     uint8_t *depths; ///< per element: depth of the deepest leaf it is in, or more
     int32_t depth_capacity;
+    qg_rect world;          ///< the box mapped onto the integer coordinates
     float scale_x, scale_y; ///< integer units per world unit
     int32_t max_depth, leaf_capacity;
+    int32_t depth_cap; ///< a re-fit's max_depth: the configured one if the user chose it, else QT_BITS
+    bool resplit;    ///< a re-fit left over-full leaves: the next insert or move splits them
+    int32_t scan_count;     ///< live elements at the last scan of the boxes
+    int64_t outside_moves;  ///< inserts and moves outside the world since that scan
 } quadtree;
+
+/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
+static inline float qt_to_float(double v)
+{
+    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+/// Deepest level whose cells are still at least element_size wide in a world
+/// `extent` wide: "a max depth set so that the smallest cell size is a little
+/// over the size of your average agent". In double: extents pass FLT_MAX.
+static int qt_depth_for(double extent, double element_size)
+{
+    int depth = 0;
+    while (depth < QT_BITS && extent / (double)(2 << depth) >= element_size)
+        depth++;
+    return depth < 1 ? 1 : depth;
+}
+
+static inline double qt_world_extent(qg_rect w)
+{
+    const double x = qg_extent(w.min_x, w.max_x), y = qg_extent(w.min_y, w.max_y);
+    return x > y ? x : y;
+}
+
+/// Maps `world` onto the integer coordinates. The scale saturates at
+/// FLT_MAX for worlds under 1e-34 wide (coarser cells, same answers).
+static void qt_set_world(quadtree *qt, qg_rect world)
+{
+    qt->world = world;
+    qt->scale_x = qt_to_float(QT_SIDE / qg_extent(world.min_x, world.max_x));
+    qt->scale_y = qt_to_float(QT_SIDE / qg_extent(world.min_y, world.max_y));
+}
+
+/// True when r is not wholly inside the world: what re-fitting counts.
+static inline bool qt_outside(const quadtree *qt, qg_rect r)
+{
+    const qg_rect w = qt->world;
+    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
+}
 
 /// Maps a coordinate to its integer cell, clamped into [0, QT_SIDE - 1].
 /// Monotonic in v (float subtraction and scaling round monotonically), which
@@ -87,7 +146,7 @@ static inline int32_t qt_map(float v, float origin, float scale)
 /// once, without branches: this runs twice for every move.
 static inline qt_ibox qt_map_box(const quadtree *qt, qg_rect r)
 {
-    const qg_rect b = qt->base.config.bounds;
+    const qg_rect b = qt->world;
 #if defined(__SSE2__)
     __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
                                      _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
@@ -254,16 +313,18 @@ static void qt_unlink(quadtree *qt, int32_t node, qg_handle h)
     }
 }
 
-/// Splits leaf c if that separates its elements, then its children the same
-/// way. Splitting is upkeep, not meaning: when memory for it is not there,
-/// the leaf simply stays larger than leaf_capacity (answers do not change) and
-/// a later insert tries again. The split reserves everything before it
-/// changes anything, so it either happens whole or not at all.
-static void qt_try_split(quadtree *qt, qt_cell c)
+/// Splits leaf c once, if that separates its elements: 1 when it split, 0
+/// when it need not, -1 when the memory was not there. Splitting is upkeep,
+/// not meaning: without memory the leaf simply stays larger than
+/// leaf_capacity (answers do not change) and a later insert tries again. With
+/// `grow` false it uses only the capacity already held (qg_cleanup's
+/// re-fit, which must not allocate). It reserves everything before it
+/// changes anything, so it happens whole or not at all.
+static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
 {
     qt_node *n = &qt->nodes[c.node];
     if (n->count <= qt->leaf_capacity || c.depth >= qt->max_depth)
-        return;
+        return 0;
     // Elements covering the whole cell would go to all 4 children: splitting
     // does not separate them, so only the others count towards capacity.
     // Without this, a few world-sized boxes would subdivide the whole world
@@ -278,15 +339,20 @@ static void qt_try_split(quadtree *qt, qt_cell c)
         need += qt_popcount4(qt_child_mask(c, b));
     }
     if (partial <= qt->leaf_capacity)
-        return;
+        return 0;
 
-    qg_txn txn;
-    qg_txn_begin(&txn, &qt->base.alloc);
-    if ((qt->free_block < 0 && !qg_txn_reserve(&txn, (void **)&qt->nodes, &qt->node_capacity,
-                                               sizeof(qt_node), (int64_t)qt->node_high + 4)) ||
-        !qg_enode_reserve(&txn, &qt->enodes, need)) {
-        qg_txn_rollback(&txn);
-        return;
+    if (grow) {
+        qg_txn txn;
+        qg_txn_begin(&txn, &qt->base.alloc);
+        if ((qt->free_block < 0 && !qg_txn_reserve(&txn, (void **)&qt->nodes, &qt->node_capacity,
+                                                   sizeof(qt_node), (int64_t)qt->node_high + 4)) ||
+            !qg_enode_reserve(&txn, &qt->enodes, need)) {
+            qg_txn_rollback(&txn);
+            return -1;
+        }
+    } else if ((qt->free_block < 0 && qt->node_high + 4 > qt->node_capacity) ||
+               need > (int64_t)qt->enodes.capacity - qt->enodes.live) {
+        return -1;
     }
     n = &qt->nodes[c.node]; // the array may have moved
     int32_t fc;
@@ -316,6 +382,16 @@ static void qt_try_split(quadtree *qt, qt_cell c)
     }
     n->first_child = fc;
     n->count = -1;
+    return 1;
+}
+
+/// Splits leaf c if that separates its elements, then its children the same
+/// way (allocating as needed).
+static void qt_try_split(quadtree *qt, qt_cell c)
+{
+    if (qt_split_leaf(qt, c, true) != 1)
+        return;
+    const int32_t fc = qt->nodes[c.node].first_child;
     for (int i = 0; i < 4; ++i)
         qt_try_split(qt, qt_child_cell(c, fc, i));
 }
@@ -334,23 +410,154 @@ static void qt_split_leaves(quadtree *qt, qt_cell from, qt_ibox b)
     }
 }
 
+/// Splits every over-full leaf a re-fit left (it could use only the memory
+/// it had). Runs at the start of the next insert or move, where allocating
+/// is allowed; a failed allocation leaves the leaf as it is, as in any split.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void qt_resplit(quadtree *qt)
+{
+    qt->resplit = false;
+    qt_split_leaves(qt, qt_root, (qt_ibox){0, 0, QT_SIDE - 1, QT_SIDE - 1});
+}
+
+/// A square world around [lx, hx] x [ly, hy], half as wide again as its
+/// larger side, so a population that moves a little does not leave it.
+static qg_rect qt_square_world(double lx, double ly, double hx, double hy)
+{
+    const double ex = hx - lx, ey = hy - ly;
+    const double half = 0.75 * (ex > ey ? ex : ey);
+    const double cx = lx + 0.5 * ex, cy = ly + 0.5 * ey;
+    qg_rect w = {qt_to_float(cx - half), qt_to_float(cy - half), qt_to_float(cx + half), qt_to_float(cy + half)};
+    // All elements at one point: the world still needs min < max.
+    if (!(w.min_x < w.max_x)) {
+        if (w.min_x > -FLT_MAX)
+            w.min_x = nextafterf(w.min_x, -FLT_MAX);
+        else
+            w.max_x = nextafterf(w.max_x, FLT_MAX);
+    }
+    if (!(w.min_y < w.max_y)) {
+        if (w.min_y > -FLT_MAX)
+            w.min_y = nextafterf(w.min_y, -FLT_MAX);
+        else
+            w.max_y = nextafterf(w.max_y, FLT_MAX);
+    }
+    return w;
+}
+
+/// Scans every box and decides whether the world should change: when a
+/// sixteenth of the elements lie outside it (it then grows to take them in,
+/// keeping the old world), or when the elements fill less than an eighth of
+/// it on both axes (it then shrinks to them). *size is the elements' mean
+/// width (the larger side), which picks the new max_depth: cells must not
+/// get smaller than the elements, or each would sit in many leaves.
+static bool qt_fit(const quadtree *qt, qg_rect *out, double *size)
+{
+    const qg_index *ix = &qt->base;
+    const qg_rect w = qt->world;
+    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
+    int64_t outside = 0;
+    double widths = 0.0;
+    for (qg_handle h = 0; h < ix->box_high; ++h) {
+        const qg_rect r = ix->boxes[h];
+        if (isnan(r.min_x))
+            continue; // a free slot
+        lx = r.min_x < lx ? r.min_x : lx;
+        ly = r.min_y < ly ? r.min_y : ly;
+        hx = r.max_x > hx ? r.max_x : hx;
+        hy = r.max_y > hy ? r.max_y : hy;
+        outside += qt_outside(qt, r);
+        const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
+        widths += rw > rh ? rw : rh;
+    }
+    *size = widths / ix->count;
+    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
+    const bool spill = outside * 16 > ix->count;
+    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
+    if (!spill && !sparse)
+        return false;
+    if (!sparse) {
+        lx = w.min_x < lx ? w.min_x : lx;
+        ly = w.min_y < ly ? w.min_y : ly;
+        hx = w.max_x > hx ? w.max_x : hx;
+        hy = w.max_y > hy ? w.max_y : hy;
+    }
+    *out = qt_square_world(lx, ly, hx, hy);
+    return true;
+}
+
+/// Rebuilds the tree over a new world without allocating: every element
+/// starts in the root (one element node each; the old tree held at least as
+/// many), then leaves split level by level while the nodes and element
+/// nodes the old tree held last, so a shortage leaves the whole tree a
+/// little shallow rather than one corner deep and the rest in a pile.
+static void qt_rebuild(quadtree *qt, qg_rect world, double size)
+{
+    qg_index *ix = &qt->base;
+    qt_set_world(qt, world);
+    // The larger of the configured and the measured element size.
+    const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
+    const int depth = qt_depth_for(qt_world_extent(world), es);
+    qt->max_depth = depth < qt->depth_cap ? depth : qt->depth_cap;
+    qt->nodes[0] = (qt_node){-1, 0};
+    qt->node_high = 1;
+    qt->free_block = -1;
+    qt->free_blocks = 0;
+    qg_enode_pool_reset(&qt->enodes);
+    for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
+        if (qg_slot_live(ix, h)) {
+            qt_link(qt, 0, h);
+            qt->depths[h] = 0;
+        }
+    }
+    bool short_of_memory = false;
+    for (int depth = 0; depth < qt->max_depth; ++depth) {
+        qt_cell stack[QT_STACK];
+        int top = 0;
+        stack[top++] = qt_root;
+        while (top > 0) {
+            const qt_cell c = stack[--top];
+            const qt_node n = qt->nodes[c.node];
+            if (n.count != -1) {
+                if (c.depth == depth && qt_split_leaf(qt, c, false) < 0)
+                    short_of_memory = true;
+            } else if (c.depth < depth) {
+                for (int i = 3; i >= 0; --i)
+                    stack[top++] = qt_child_cell(c, n.first_child, i);
+            }
+        }
+    }
+    qt->resplit = short_of_memory;
+}
+
+/// The re-fit check of qg_cleanup: O(1) unless a sixteenth of the moves
+/// since the last scan ended outside the world or the population doubled or
+/// halved since it. True when it rebuilt the tree.
+static bool qt_refit(quadtree *qt)
+{
+    const int64_t n = qt->base.count;
+    if (n == 0 || !(qt->outside_moves * 16 > n || n >= 2 * (int64_t)qt->scan_count || 2 * n <= qt->scan_count))
+        return false;
+    qt->outside_moves = 0;
+    qt->scan_count = (int32_t)n;
+    qg_rect world;
+    double size;
+    // The rebuild needs an element node per element in the root.
+    if (!qt_fit(qt, &world, &size) || qt->enodes.capacity < n)
+        return false;
+    qt_rebuild(qt, world, size);
+    return true;
+}
+
 static qg_status quadtree_configure(qg_config *config)
 {
     if (config->max_depth > QT_BITS)
         return QG_ERR_INVALID;
     if (config->max_depth == 0) {
         int depth = QT_DEFAULT_DEPTH;
-        if (config->element_size > 0.0f) {
-            // Deepest level whose cells are still at least element_size wide:
-            // "a max depth set so that the smallest cell size is a little
-            // over the size of your average agent".
-            const float extent = qg_rect_extent(config->bounds);
-            depth = 0;
-            while (depth < QT_BITS && extent / (float)(2 << depth) >= config->element_size)
-                depth++;
-            if (depth < 1)
-                depth = 1;
-        }
+        if (config->element_size > 0.0f)
+            depth = qt_depth_for(qt_world_extent(config->bounds), config->element_size);
         config->max_depth = depth;
     }
     if (config->leaf_capacity == 0)
@@ -361,10 +568,14 @@ static qg_status quadtree_configure(qg_config *config)
 static qg_status quadtree_init(qg_index *index)
 {
     quadtree *qt = (quadtree *)index;
-    const qg_rect b = index->config.bounds;
-    qt->scale_x = (float)QT_SIDE / (b.max_x - b.min_x);
-    qt->scale_y = (float)QT_SIDE / (b.max_y - b.min_y);
-    qt->max_depth = index->config.max_depth;
+    const qg_config *config = &index->config;
+    qt_set_world(qt, config->bounds);
+    qt->max_depth = config->max_depth;
+    // A max_depth the user chose stays a bound; a chosen one is re-chosen.
+    const int chosen = config->element_size > 0.0f
+                           ? qt_depth_for(qt_world_extent(config->bounds), config->element_size)
+                           : QT_DEFAULT_DEPTH;
+    qt->depth_cap = config->max_depth == chosen ? QT_BITS : config->max_depth;
     qt->leaf_capacity = index->config.leaf_capacity;
     qt->free_block = -1;
     qg_enode_pool_reset(&qt->enodes);
@@ -388,6 +599,8 @@ static void quadtree_destroy(qg_index *index)
 static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
+    if (qt->resplit)
+        qt_resplit(qt);
     const qt_ibox b = qt_map_box(qt, box);
     const qt_cell from = qt_descend(qt, qt_root, b);
     qt_iter it;
@@ -409,6 +622,7 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
         deepest = c.depth > deepest ? c.depth : deepest;
     }
     qt->depths[h] = (uint8_t)deepest;
+    qt->outside_moves += qt_outside(qt, box);
     if (overfull)
         qt_split_leaves(qt, from, b);
     return QG_OK;
@@ -481,6 +695,9 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
 static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
+    if (qt->resplit)
+        qt_resplit(qt);
+    qt->outside_moves += qt_outside(qt, box);
     const qt_ibox nb = qt_map_box(qt, box);
     const qt_ibox ob = qt_map_box(qt, index->boxes[h]);
     if (qt_same_cells(ob, nb, qt->depths[h])) {
@@ -493,6 +710,8 @@ static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rec
 static void quadtree_cleanup(qg_index *index)
 {
     quadtree *qt = (quadtree *)index;
+    if (qt_refit(qt))
+        return; // a fresh tree: nothing to collapse
     if (qt->nodes[0].count != -1)
         return;
     // A branch pushed here is examined after its parent, so a parent can only
@@ -528,13 +747,19 @@ static void quadtree_clear(qg_index *index)
     qt->free_block = -1;
     qt->free_blocks = 0;
     qg_enode_pool_reset(&qt->enodes);
+    // Back to the configured world: the next elements may be anywhere.
+    qt_set_world(qt, index->config.bounds);
+    qt->max_depth = index->config.max_depth;
+    qt->resplit = false;
+    qt->scan_count = 0;
+    qt->outside_moves = 0;
 }
 
 static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
                            qg_query_stats *stats)
 {
     const quadtree *qt = (const quadtree *)index;
-    const qg_rect bounds = index->config.bounds;
+    const qg_rect bounds = qt->world;
     const qt_ibox qb = qt_map_box(qt, area);
     qt_iter it;
     qt_cell c;
@@ -561,7 +786,7 @@ static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn,
 /// holding the top-left corner of their overlap.
 static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rect b)
 {
-    const qg_rect bounds = qt->base.config.bounds;
+    const qg_rect bounds = qt->world;
     const float px = a.min_x > b.min_x ? a.min_x : b.min_x;
     const float py = a.min_y > b.min_y ? a.min_y : b.min_y;
     return qt_cell_holds(c, qt_map(px, bounds.min_x, qt->scale_x), qt_map(py, bounds.min_y, qt->scale_y));
@@ -723,11 +948,12 @@ typedef struct qt_visit_ctx {
 static void qt_user_visit(const quadtree *qt, qt_cell c, void *ctx)
 {
     const qt_visit_ctx *v = ctx;
-    const qg_rect b = qt->base.config.bounds;
-    const float s = (float)(QT_SIDE >> c.depth);
-    const float ux = (b.max_x - b.min_x) / (float)QT_SIDE, uy = (b.max_y - b.min_y) / (float)QT_SIDE;
-    const qg_rect r = {b.min_x + (float)c.x * ux, b.min_y + (float)c.y * uy, b.min_x + ((float)c.x + s) * ux,
-                       b.min_y + ((float)c.y + s) * uy};
+    const qg_rect b = qt->world;
+    // In double: the world's extent may pass FLT_MAX.
+    const double s = (double)(QT_SIDE >> c.depth);
+    const double ux = qg_extent(b.min_x, b.max_x) / QT_SIDE, uy = qg_extent(b.min_y, b.max_y) / QT_SIDE;
+    const qg_rect r = {qt_to_float(b.min_x + c.x * ux), qt_to_float(b.min_y + c.y * uy),
+                       qt_to_float(b.min_x + (c.x + s) * ux), qt_to_float(b.min_y + (c.y + s) * uy)};
     const int32_t count = qt->nodes[c.node].count;
     v->fn(r, c.depth, count < 0 ? 0 : count, v->user);
 }
