@@ -719,7 +719,9 @@ static int run_scene_impl(const options *o, const bench_peer *p, qgw_scene_id id
 
     progress prog = progress_start();
     for (int32_t frame = 1; frame <= total_frames; frame++) {
-        if (frame > 1 && qgw_now_ns() - start > budget_ns) {
+        /* Stop when the next frame, as long as the last one, would end past
+         * the budget (the first frame always runs). */
+        if (frame > 1 && qgw_now_ns() - start + tot[frame - 2] > budget_ns) {
             r->cut = true;
             break;
         }
