@@ -345,6 +345,8 @@ static void test_mixed_check_values(void **state)
             fail_msg("mixed n=%d frame 1: %" PRIu64 " pairs checksum %016" PRIx64
                      ", workloads.md says %" PRIu64 " %016" PRIx64,
                      (int)a.n, ref.count, ref.checksum, check[c].pairs, check[c].checksum);
+        print_message("mixed n=%d frame 1: %" PRIu64 " pairs, checksum %016" PRIx64 "\n", (int)a.n,
+                      ref.count, ref.checksum);
         qgw_sweep_free(&sweep);
         qgw_agents_free(&a);
     }
@@ -380,8 +382,11 @@ static void test_mixed_check_values(void **state)
             sfail(&w, "%" PRIu64 " pairs checksum %016" PRIx64 ", workloads.md says %" PRIu64
                       " %016" PRIx64,
                   named_sum.count, named_sum.checksum, check[0].pairs, check[0].checksum);
+        sum = named_sum;
         tu_vec_free(&got);
     }
+    print_message("mixed n=%d frame 1 through %s: %" PRIu64 " pairs, checksum %016" PRIx64 "\n",
+                  (int)s.agents.n, qg_kind_name(g_kind), sum.count, sum.checksum);
     ix_close(&k);
     qgw_scene_free(&s);
 }
