@@ -23,8 +23,21 @@
 //   each pair of leaves is reached once, so each pair is reported once.
 // - Cells are never stored: a centre is mapped to integer coordinates
 //   (conservative and monotonic, as in QG_QUADTREE) and its bits pick the
-//   child at each depth. Centres outside the bounds clamp to the border
+//   child at each depth. Centres outside the world clamp to the border
 //   cells; the loose boxes make that correct anyway.
+// - The configured bounds are a hint, as in QG_QUADTREE: the tree maps its
+//   own square world, re-fitted in qg_cleanup to the elements when a
+//   sixteenth of them lie outside it (the new world takes in the old one,
+//   half as wide again) or when they fill less than an eighth of it on both
+//   axes (bounds [-3e38, 3e38] around agents in [0, 5000]). Inserts and
+//   moves count the boxes that end outside (four comparisons); cleanup scans
+//   the boxes only when a sixteenth of the moves since the last scan did, or
+//   the population doubled or halved. A re-fit rebuilds the tree in the
+//   nodes the old one held (an element needs no node of its own), splitting
+//   level by level; leaves left over-full are split by the next insert or
+//   move, which may allocate. The new max_depth puts the smallest cells at
+//   the elements' mean size (or element_size, if larger), under a max_depth
+//   the user chose. The mapping is computed in double: any finite bounds.
 #include "index_internal.h"
 
 #include <float.h>
@@ -74,9 +87,52 @@ typedef struct loose_quadtree {
     int32_t elem_capacity;
     uint8_t *depths; ///< per handle: depth of its leaf
     int32_t depth_capacity;
+    qg_rect world; ///< the box mapped onto the integer coordinates
     float scale_x, scale_y;
     int32_t max_depth, leaf_capacity;
+    int32_t depth_cap;     ///< a re-fit's max_depth: the configured one if the user chose it, else LQ_BITS
+    bool resplit;          ///< a re-fit left over-full leaves: the next insert or move splits them
+    int32_t scan_count;    ///< live elements at the last scan of the boxes
+    int64_t outside_moves; ///< inserts and moves outside the world since that scan
 } loose_quadtree;
+
+/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
+static inline float lq_to_float(double v)
+{
+    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+/// Deepest level whose cells are still at least element_size wide in a world
+/// `extent` wide. In double: extents pass FLT_MAX.
+static int lq_depth_for(double extent, double element_size)
+{
+    int depth = 0;
+    while (depth < LQ_BITS && extent / (double)(2 << depth) >= element_size)
+        depth++;
+    return depth < 1 ? 1 : depth;
+}
+
+static inline double lq_world_extent(qg_rect w)
+{
+    const double x = qg_extent(w.min_x, w.max_x), y = qg_extent(w.min_y, w.max_y);
+    return x > y ? x : y;
+}
+
+/// Maps `world` onto the integer coordinates. The scale saturates at
+/// FLT_MAX for worlds under 1e-34 wide (coarser cells, same answers).
+static void lq_set_world(loose_quadtree *lq, qg_rect world)
+{
+    lq->world = world;
+    lq->scale_x = lq_to_float(LQ_SIDE / qg_extent(world.min_x, world.max_x));
+    lq->scale_y = lq_to_float(LQ_SIDE / qg_extent(world.min_y, world.max_y));
+}
+
+/// True when r is not wholly inside the world: what re-fitting counts.
+static inline bool lq_outside(const loose_quadtree *lq, qg_rect r)
+{
+    const qg_rect w = lq->world;
+    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
+}
 
 static inline bool lq_is_branch(lq_node n)
 {
@@ -135,7 +191,7 @@ static inline int32_t lq_map(float v, float origin, float scale)
 /// The integer centre of a box (halves first: the sum could overflow).
 static inline lq_point lq_centre(const loose_quadtree *lq, qg_rect r)
 {
-    const qg_rect b = lq->base.config.bounds;
+    const qg_rect b = lq->world;
     return (lq_point){lq_map(r.min_x * 0.5f + r.max_x * 0.5f, b.min_x, lq->scale_x),
                       lq_map(r.min_y * 0.5f + r.max_y * 0.5f, b.min_y, lq->scale_y)};
 }
@@ -184,19 +240,26 @@ static void lq_unlink(loose_quadtree *lq, qg_handle h)
     lq->elems[e].next = next;
 }
 
-/// Splits leaf `node` at `depth` if it is over capacity, then its children
-/// the same way. Splitting is upkeep, not meaning: without memory for it the
-/// leaf stays larger (answers do not change) and a later insert tries again.
-static void lq_try_split(loose_quadtree *lq, int32_t node, int depth)
+/// Splits leaf `node` at `depth` once if it is over capacity: 1 when it
+/// split, 0 when it need not, -1 when the memory was not there. Splitting is
+/// upkeep, not meaning: without memory the leaf stays larger (answers do not
+/// change) and a later insert tries again. With `grow` false it uses only
+/// the nodes already held (qg_cleanup's re-fit, which must not allocate).
+static int lq_split_leaf(loose_quadtree *lq, int32_t node, int depth, bool grow)
 {
     if (depth >= lq->max_depth || lq_leaf_count(lq, node) <= lq->leaf_capacity)
-        return;
+        return 0;
     if (lq->free_block < 0) {
-        qg_txn txn;
-        qg_txn_begin(&txn, &lq->base.alloc);
-        if (!qg_txn_reserve(&txn, (void **)&lq->nodes, &lq->node_capacity, sizeof(lq_node),
-                            (int64_t)lq->node_high + 4))
-            return;
+        if (!grow) {
+            if (lq->node_high + 4 > lq->node_capacity)
+                return -1;
+        } else {
+            qg_txn txn;
+            qg_txn_begin(&txn, &lq->base.alloc);
+            if (!qg_txn_reserve(&txn, (void **)&lq->nodes, &lq->node_capacity, sizeof(lq_node),
+                                (int64_t)lq->node_high + 4))
+                return -1;
+        }
     }
     int32_t fc;
     if (lq->free_block >= 0) {
@@ -221,6 +284,16 @@ static void lq_try_split(loose_quadtree *lq, int32_t node, int depth)
         lq_grow(&lq->nodes[child], r);
         h = next;
     }
+    return 1;
+}
+
+/// Splits leaf `node` if it is over capacity, then its children the same
+/// way (allocating as needed).
+static void lq_try_split(loose_quadtree *lq, int32_t node, int depth)
+{
+    if (lq_split_leaf(lq, node, depth, true) != 1)
+        return;
+    const int32_t fc = lq_first_child(lq->nodes[node]);
     for (int i = 0; i < 4; ++i)
         lq_try_split(lq, fc + i, depth + 1);
 }
@@ -251,15 +324,8 @@ static qg_status loose_quadtree_configure(qg_config *config)
         config->max_depth = LQ_BITS; // integer cells would be empty below
     if (config->max_depth == 0) {
         int depth = LQ_DEFAULT_DEPTH;
-        if (config->element_size > 0.0f) {
-            // Deepest level whose cells are still at least element_size wide.
-            const float extent = qg_rect_extent(config->bounds);
-            depth = 0;
-            while (depth < LQ_BITS && extent / (float)(2 << depth) >= config->element_size)
-                depth++;
-            if (depth < 1)
-                depth = 1;
-        }
+        if (config->element_size > 0.0f)
+            depth = lq_depth_for(lq_world_extent(config->bounds), config->element_size);
         config->max_depth = depth;
     }
     if (config->leaf_capacity == 0)
@@ -276,13 +342,171 @@ static void lq_reset_root(loose_quadtree *lq)
     lq->free_blocks = 0;
 }
 
+/// Splits every over-full leaf a re-fit left (it could use only the nodes it
+/// had). Runs at the start of the next insert or move, where allocating is
+/// allowed; a failed allocation leaves the leaf as it is.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void lq_resplit(loose_quadtree *lq)
+{
+    lq->resplit = false;
+    int32_t stack[LQ_STACK], depths[LQ_STACK];
+    int top = 0;
+    stack[top] = 0;
+    depths[top++] = 0;
+    while (top > 0) {
+        --top;
+        const int32_t node = stack[top];
+        const int depth = depths[top];
+        const lq_node n = lq->nodes[node];
+        if (!lq_is_branch(n)) {
+            lq_try_split(lq, node, depth);
+            continue;
+        }
+        for (int i = 3; i >= 0; --i) {
+            stack[top] = lq_first_child(n) + i;
+            depths[top++] = depth + 1;
+        }
+    }
+}
+
+/// A square world around [lx, hx] x [ly, hy], half as wide again as its
+/// larger side, so a population that moves a little does not leave it.
+static qg_rect lq_square_world(double lx, double ly, double hx, double hy)
+{
+    const double ex = hx - lx, ey = hy - ly;
+    const double half = 0.75 * (ex > ey ? ex : ey);
+    const double cx = lx + 0.5 * ex, cy = ly + 0.5 * ey;
+    qg_rect w = {lq_to_float(cx - half), lq_to_float(cy - half), lq_to_float(cx + half), lq_to_float(cy + half)};
+    // All elements at one point: the world still needs min < max.
+    if (!(w.min_x < w.max_x)) {
+        if (w.min_x > -FLT_MAX)
+            w.min_x = nextafterf(w.min_x, -FLT_MAX);
+        else
+            w.max_x = nextafterf(w.max_x, FLT_MAX);
+    }
+    if (!(w.min_y < w.max_y)) {
+        if (w.min_y > -FLT_MAX)
+            w.min_y = nextafterf(w.min_y, -FLT_MAX);
+        else
+            w.max_y = nextafterf(w.max_y, FLT_MAX);
+    }
+    return w;
+}
+
+/// Scans every box and decides whether the world should change: when a
+/// sixteenth of the elements lie outside it (it then grows to take them in,
+/// keeping the old world), or when the elements fill less than an eighth of
+/// it on both axes (it then shrinks to them). *size is the elements' mean
+/// width (the larger side), which picks the new max_depth.
+static bool lq_fit(const loose_quadtree *lq, qg_rect *out, double *size)
+{
+    const qg_index *ix = &lq->base;
+    const qg_rect w = lq->world;
+    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
+    int64_t outside = 0;
+    double widths = 0.0;
+    for (qg_handle h = 0; h < ix->box_high; ++h) {
+        const qg_rect r = ix->boxes[h];
+        if (isnan(r.min_x))
+            continue; // a free slot
+        lx = r.min_x < lx ? r.min_x : lx;
+        ly = r.min_y < ly ? r.min_y : ly;
+        hx = r.max_x > hx ? r.max_x : hx;
+        hy = r.max_y > hy ? r.max_y : hy;
+        outside += lq_outside(lq, r);
+        const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
+        widths += rw > rh ? rw : rh;
+    }
+    *size = widths / ix->count;
+    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
+    const bool spill = outside * 16 > ix->count;
+    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
+    if (!spill && !sparse)
+        return false;
+    if (!sparse) {
+        lx = w.min_x < lx ? w.min_x : lx;
+        ly = w.min_y < ly ? w.min_y : ly;
+        hx = w.max_x > hx ? w.max_x : hx;
+        hy = w.max_y > hy ? w.max_y : hy;
+    }
+    *out = lq_square_world(lx, ly, hx, hy);
+    return true;
+}
+
+/// Rebuilds the tree over a new world without allocating: every element
+/// starts in the root, then leaves split level by level while the nodes the
+/// old tree held last, so a shortage leaves the whole tree a little shallow
+/// rather than one corner deep and the rest in a pile.
+static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size)
+{
+    qg_index *ix = &lq->base;
+    lq_set_world(lq, world);
+    const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
+    const int depth = lq_depth_for(lq_world_extent(world), es);
+    lq->max_depth = depth < lq->depth_cap ? depth : lq->depth_cap;
+    lq_reset_root(lq);
+    for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
+        if (qg_slot_live(ix, h)) {
+            lq_link(lq, 0, h, 0);
+            lq_grow(&lq->nodes[0], ix->boxes[h]);
+        }
+    }
+    bool short_of_memory = false;
+    for (int level = 0; level < lq->max_depth; ++level) {
+        int32_t stack[LQ_STACK], depths[LQ_STACK];
+        int top = 0;
+        stack[top] = 0;
+        depths[top++] = 0;
+        while (top > 0) {
+            --top;
+            const int32_t node = stack[top];
+            const int d = depths[top];
+            const lq_node n = lq->nodes[node];
+            if (!lq_is_branch(n)) {
+                if (d == level && lq_split_leaf(lq, node, d, false) < 0)
+                    short_of_memory = true;
+            } else if (d < level) {
+                for (int i = 3; i >= 0; --i) {
+                    stack[top] = lq_first_child(n) + i;
+                    depths[top++] = d + 1;
+                }
+            }
+        }
+    }
+    lq->resplit = short_of_memory;
+}
+
+/// The re-fit check of qg_cleanup: O(1) unless a sixteenth of the moves
+/// since the last scan ended outside the world or the population doubled or
+/// halved since it. True when it rebuilt the tree.
+static bool lq_refit(loose_quadtree *lq)
+{
+    const int64_t n = lq->base.count;
+    if (n == 0 || !(lq->outside_moves * 16 > n || n >= 2 * (int64_t)lq->scan_count || 2 * n <= lq->scan_count))
+        return false;
+    lq->outside_moves = 0;
+    lq->scan_count = (int32_t)n;
+    qg_rect world;
+    double size;
+    if (!lq_fit(lq, &world, &size))
+        return false;
+    lq_rebuild(lq, world, size);
+    return true;
+}
+
 static qg_status loose_quadtree_init(qg_index *index)
 {
     loose_quadtree *lq = (loose_quadtree *)index;
-    const qg_rect b = index->config.bounds;
-    lq->scale_x = (float)LQ_SIDE / (b.max_x - b.min_x);
-    lq->scale_y = (float)LQ_SIDE / (b.max_y - b.min_y);
-    lq->max_depth = index->config.max_depth;
+    const qg_config *config = &index->config;
+    lq_set_world(lq, config->bounds);
+    lq->max_depth = config->max_depth;
+    // A max_depth the user chose stays a bound; a chosen one is re-chosen.
+    const int chosen = config->element_size > 0.0f
+                           ? lq_depth_for(lq_world_extent(config->bounds), config->element_size)
+                           : LQ_DEFAULT_DEPTH;
+    lq->depth_cap = config->max_depth == chosen ? LQ_BITS : config->max_depth;
     lq->leaf_capacity = index->config.leaf_capacity;
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
@@ -306,6 +530,9 @@ static qg_status loose_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
     if (!qg_txn_reserve(txn, (void **)&lq->elems, &lq->elem_capacity, sizeof(lq_elem), (int64_t)h + 1) ||
         !qg_txn_reserve(txn, (void **)&lq->depths, &lq->depth_capacity, sizeof(uint8_t), (int64_t)h + 1))
         return QG_ERR_NOMEM;
+    if (lq->resplit)
+        lq_resplit(lq);
+    lq->outside_moves += lq_outside(lq, box);
     lq_place(lq, h, box);
     return QG_OK;
 }
@@ -319,6 +546,9 @@ static qg_status loose_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
 {
     (void)txn;
     loose_quadtree *lq = (loose_quadtree *)index;
+    if (lq->resplit)
+        lq_resplit(lq);
+    lq->outside_moves += lq_outside(lq, box);
     const lq_point p = lq_centre(lq, box);
     if (lq_same_cell(lq_centre(lq, index->boxes[h]), p, lq->depths[h])) {
         // Same leaf. Its box holds the new one: so do all its ancestors'.
@@ -343,6 +573,8 @@ static qg_status loose_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
 static void loose_quadtree_cleanup(qg_index *index)
 {
     loose_quadtree *lq = (loose_quadtree *)index;
+    if (lq_refit(lq))
+        return; // the rebuild computed every box
     const qg_rect *boxes = index->boxes;
     // Post-order: an entry >= 0 expands a node, ~node finishes it after its
     // children are finished.
@@ -384,7 +616,14 @@ static void loose_quadtree_cleanup(qg_index *index)
 
 static void loose_quadtree_clear(qg_index *index)
 {
-    lq_reset_root((loose_quadtree *)index);
+    loose_quadtree *lq = (loose_quadtree *)index;
+    lq_reset_root(lq);
+    // Back to the configured world: the next elements may be anywhere.
+    lq_set_world(lq, index->config.bounds);
+    lq->max_depth = index->config.max_depth;
+    lq->resplit = false;
+    lq->scan_count = 0;
+    lq->outside_moves = 0;
 }
 
 static void loose_quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
@@ -593,11 +832,12 @@ static void lq_user_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
     const lq_node n = lq->nodes[c.node];
     qg_rect r = lq_rect(&n);
     if (!(r.min_x <= r.max_x)) {
-        const qg_rect b = lq->base.config.bounds;
-        const float s = (float)(LQ_SIDE >> c.depth);
-        const float ux = (b.max_x - b.min_x) / (float)LQ_SIDE, uy = (b.max_y - b.min_y) / (float)LQ_SIDE;
-        r = (qg_rect){b.min_x + (float)c.x * ux, b.min_y + (float)c.y * uy, b.min_x + ((float)c.x + s) * ux,
-                      b.min_y + ((float)c.y + s) * uy};
+        const qg_rect b = lq->world;
+        // In double: the world's extent may pass FLT_MAX.
+        const double s = (double)(LQ_SIDE >> c.depth);
+        const double ux = qg_extent(b.min_x, b.max_x) / LQ_SIDE, uy = qg_extent(b.min_y, b.max_y) / LQ_SIDE;
+        r = (qg_rect){lq_to_float(b.min_x + c.x * ux), lq_to_float(b.min_y + c.y * uy),
+                      lq_to_float(b.min_x + (c.x + s) * ux), lq_to_float(b.min_y + (c.y + s) * uy)};
     }
     v->fn(r, c.depth, lq_is_branch(n) ? 0 : lq_leaf_count(lq, c.node), v->user);
 }
