@@ -1,9 +1,10 @@
-# total_ms per frame of the agents workload against N, one line per kind.
+# total_ms per frame of the agents (or mixed) workload against N, one line per kind.
+if (!exists("workload")) workload = "agents"
 # Called by plot.sh with: datadir (one <kind>.dat per kind: "n total_ms"),
-# kinds (space-separated names), out (PNG path).
+# kinds (space-separated names), out (PNG path), workload (agents or mixed).
 set terminal pngcairo size 1000,650 noenhanced font ",11"
 set output out
-set title "quadgrid-bench agents: median time per frame (update + pairs)"
+set title "quadgrid-bench ".workload.": median time per frame (update + pairs)"
 set xlabel "N (agents)"
 set ylabel "total ms per frame"
 set logscale xy
