@@ -12,7 +12,21 @@
 //   level (max_depth - bit_length((x0 ^ x1) | (y0 ^ y1)); no differing bit
 //   means the deepest level), and its top-left corner shifted right gives the
 //   node on that level ("the bit hack from Game Programming Gems II"). Boxes
-//   not wholly inside the bounds go to the root, as in the text.
+//   not wholly inside the world are clamped onto its border cells like any
+//   other (the text puts them in the root, where every query and every pair
+//   search would test them): the cell of a node holds the clamped integer
+//   box of each of its elements, and queries clamp the same way.
+// - The configured bounds are a hint: the tree maps its own square world,
+//   re-fitted in qg_cleanup to the elements when a sixteenth of them lie
+//   outside it (the new world takes in the old one, half as wide again) or
+//   when they fill less than an eighth of it on both axes. Inserts and moves
+//   count the boxes that end outside (four comparisons); cleanup scans the
+//   boxes only when a sixteenth of the moves since the last scan did, or the
+//   population doubled or halved. A re-fit relinks every element (no
+//   allocation: the levels are all there); its depth puts the smallest cells
+//   at the elements' mean size (or element_size, if larger) but never below
+//   the levels allocated at creation. The mapping is computed in double, so
+//   any finite bounds work.
 // - Each element remembers its node, and a node's elements are an intrusive
 //   doubly-linked list threaded through a per-handle array (the base's
 //   handle free list is the list's free list), so removal is O(1) and there
@@ -73,10 +87,55 @@ typedef struct level_quadtree {
     int32_t node_count;
     lv_link *links; ///< per handle
     int32_t link_capacity;
-    int32_t depth; ///< deepest level
+    int32_t depth;       ///< deepest level in use
+    int32_t alloc_depth; ///< deepest level allocated (the configured max_depth)
+    qg_rect world;       ///< the box mapped onto the integer coordinates
     float scale_x, scale_y;
+    int32_t scan_count;    ///< live elements at the last scan of the boxes
+    int64_t outside_moves; ///< inserts and moves outside the world since that scan
     int32_t offset[LV_MAX_DEPTH + 2]; ///< first node of each level
 } level_quadtree;
+
+/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
+static inline float lv_to_float(double v)
+{
+    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+/// Deepest level whose cells are still at least element_size wide in a world
+/// `extent` wide, at most `cap`. In double: extents pass FLT_MAX.
+static int lv_depth_for(double extent, double element_size, int cap)
+{
+    int depth = 0;
+    while (depth < cap && extent / (double)(2 << depth) >= element_size)
+        depth++;
+    return depth < 1 ? 1 : depth;
+}
+
+static inline double lv_world_extent(qg_rect w)
+{
+    const double x = qg_extent(w.min_x, w.max_x), y = qg_extent(w.min_y, w.max_y);
+    return x > y ? x : y;
+}
+
+/// Maps `world` onto the integer coordinates of the levels in use. The
+/// scale saturates at FLT_MAX for worlds under 1e-34 wide (coarser cells,
+/// same answers).
+static void lv_set_world(level_quadtree *lv, qg_rect world, int depth)
+{
+    lv->world = world;
+    lv->depth = depth;
+    const double side = (double)(1 << depth);
+    lv->scale_x = lv_to_float(side / qg_extent(world.min_x, world.max_x));
+    lv->scale_y = lv_to_float(side / qg_extent(world.min_y, world.max_y));
+}
+
+/// True when r is not wholly inside the world: what re-fitting counts.
+static inline bool lv_outside(const level_quadtree *lv, qg_rect r)
+{
+    const qg_rect w = lv->world;
+    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
+}
 
 static inline int32_t lv_map(float v, float origin, float scale, int32_t side)
 {
@@ -91,7 +150,7 @@ static inline int32_t lv_map(float v, float origin, float scale, int32_t side)
 /// Conservative integer box, clamped to [0, 2^depth - 1].
 static inline lv_ibox lv_map_box(const level_quadtree *lv, qg_rect r)
 {
-    const qg_rect b = lv->base.config.bounds;
+    const qg_rect b = lv->world;
     const int32_t side = 1 << lv->depth;
 #if defined(__SSE2__)
     __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
@@ -129,9 +188,6 @@ static inline int32_t lv_index(const level_quadtree *lv, lv_cell c)
 /// The node of a box, without descending.
 static inline lv_cell lv_locate(const level_quadtree *lv, qg_rect r)
 {
-    const qg_rect b = lv->base.config.bounds;
-    if (!((r.min_x >= b.min_x) & (r.min_y >= b.min_y) & (r.max_x <= b.max_x) & (r.max_y <= b.max_y)))
-        return (lv_cell){0, 0, 0};
     const lv_ibox ib = lv_map_box(lv, r);
     const int shift = lv_bit_length((uint32_t)((ib.x0 ^ ib.x1) | (ib.y0 ^ ib.y1)));
     return (lv_cell){lv->depth - shift, ib.x0 >> shift, ib.y0 >> shift};
@@ -189,15 +245,8 @@ static qg_status level_quadtree_configure(qg_config *config)
         config->max_depth = LV_MAX_DEPTH; // 4^depth nodes: deeper does not fit
     if (config->max_depth == 0) {
         int depth = LV_DEFAULT_DEPTH;
-        if (config->element_size > 0.0f) {
-            // Deepest level whose cells are still at least element_size wide.
-            const float extent = qg_rect_extent(config->bounds);
-            depth = 0;
-            while (depth < LV_DEFAULT_MAX_DEPTH && extent / (float)(2 << depth) >= config->element_size)
-                depth++;
-            if (depth < 1)
-                depth = 1;
-        }
+        if (config->element_size > 0.0f)
+            depth = lv_depth_for(lv_world_extent(config->bounds), config->element_size, LV_DEFAULT_MAX_DEPTH);
         config->max_depth = depth;
     }
     if (config->leaf_capacity == 0)
@@ -208,15 +257,12 @@ static qg_status level_quadtree_configure(qg_config *config)
 static qg_status level_quadtree_init(qg_index *index)
 {
     level_quadtree *lv = (level_quadtree *)index;
-    const qg_rect b = index->config.bounds;
-    lv->depth = index->config.max_depth;
-    const int32_t side = 1 << lv->depth;
-    lv->scale_x = (float)side / (b.max_x - b.min_x);
-    lv->scale_y = (float)side / (b.max_y - b.min_y);
+    lv->alloc_depth = index->config.max_depth;
+    lv_set_world(lv, index->config.bounds, lv->alloc_depth);
     lv->offset[0] = 0;
-    for (int l = 0; l <= lv->depth; ++l)
+    for (int l = 0; l <= lv->alloc_depth; ++l)
         lv->offset[l + 1] = lv->offset[l] + (1 << (2 * l));
-    lv->node_count = lv->offset[lv->depth + 1];
+    lv->node_count = lv->offset[lv->alloc_depth + 1];
     lv->nodes = qg_mem_alloc(&index->alloc, (size_t)lv->node_count * sizeof(lv_node));
     if (lv->nodes == NULL)
         return QG_ERR_NOMEM;
@@ -238,6 +284,7 @@ static qg_status level_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
     level_quadtree *lv = (level_quadtree *)index;
     if (!qg_txn_reserve(txn, (void **)&lv->links, &lv->link_capacity, sizeof(lv_link), (int64_t)h + 1))
         return QG_ERR_NOMEM;
+    lv->outside_moves += lv_outside(lv, box);
     const lv_cell c = lv_locate(lv, box);
     lv_link_in(lv, lv_index(lv, c), h);
     lv_count_up(lv, c, 1);
@@ -257,6 +304,7 @@ static qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
     (void)txn;
     level_quadtree *lv = (level_quadtree *)index;
     index->boxes[h] = box;
+    lv->outside_moves += lv_outside(lv, box);
     lv_cell to = lv_locate(lv, box);
     const int32_t old = lv->links[h].node, now = lv_index(lv, to);
     if (old == now)
@@ -282,9 +330,98 @@ static qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
     return QG_OK;
 }
 
+/// Scans every box and decides whether the world should change: when a
+/// sixteenth of the elements lie outside it (it then grows to take them in,
+/// keeping the old world, half as wide again), or when the elements fill
+/// less than an eighth of it on both axes (it then shrinks to them). *size
+/// is the elements' mean width (the larger side), which picks the depth.
+static bool lv_fit(const level_quadtree *lv, qg_rect *out, double *size)
+{
+    const qg_index *ix = &lv->base;
+    const qg_rect w = lv->world;
+    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
+    int64_t outside = 0;
+    double widths = 0.0;
+    for (qg_handle h = 0; h < ix->box_high; ++h) {
+        const qg_rect r = ix->boxes[h];
+        if (isnan(r.min_x))
+            continue; // a free slot
+        lx = r.min_x < lx ? r.min_x : lx;
+        ly = r.min_y < ly ? r.min_y : ly;
+        hx = r.max_x > hx ? r.max_x : hx;
+        hy = r.max_y > hy ? r.max_y : hy;
+        outside += lv_outside(lv, r);
+        const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
+        widths += rw > rh ? rw : rh;
+    }
+    *size = widths / ix->count;
+    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
+    const bool spill = outside * 16 > ix->count;
+    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
+    if (!spill && !sparse)
+        return false;
+    double x0 = lx, y0 = ly, x1 = hx, y1 = hy;
+    if (!sparse) {
+        x0 = w.min_x < x0 ? w.min_x : x0;
+        y0 = w.min_y < y0 ? w.min_y : y0;
+        x1 = w.max_x > x1 ? w.max_x : x1;
+        y1 = w.max_y > y1 ? w.max_y : y1;
+    }
+    // Square, half as wide again as the larger side.
+    const double ex = x1 - x0, ey = y1 - y0;
+    const double half = 0.75 * (ex > ey ? ex : ey);
+    const double cx = x0 + 0.5 * ex, cy = y0 + 0.5 * ey;
+    qg_rect n = {lv_to_float(cx - half), lv_to_float(cy - half), lv_to_float(cx + half), lv_to_float(cy + half)};
+    // All elements at one point: the world still needs min < max.
+    if (!(n.min_x < n.max_x)) {
+        if (n.min_x > -FLT_MAX)
+            n.min_x = nextafterf(n.min_x, -FLT_MAX);
+        else
+            n.max_x = nextafterf(n.max_x, FLT_MAX);
+    }
+    if (!(n.min_y < n.max_y)) {
+        if (n.min_y > -FLT_MAX)
+            n.min_y = nextafterf(n.min_y, -FLT_MAX);
+        else
+            n.max_y = nextafterf(n.max_y, FLT_MAX);
+    }
+    *out = n;
+    return true;
+}
+
+/// Relinks every element under a new world. Allocation-free: every level is
+/// already there.
+static void lv_rebuild(level_quadtree *lv, qg_rect world, double size)
+{
+    qg_index *ix = &lv->base;
+    const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
+    lv_set_world(lv, world, lv_depth_for(lv_world_extent(world), es, lv->alloc_depth));
+    for (int32_t i = 0; i < lv->node_count; ++i)
+        lv->nodes[i] = (lv_node){-1, 0};
+    for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
+        if (!qg_slot_live(ix, h))
+            continue;
+        const lv_cell c = lv_locate(lv, ix->boxes[h]);
+        lv_link_in(lv, lv_index(lv, c), h);
+        lv_count_up(lv, c, 1);
+    }
+}
+
 static void level_quadtree_cleanup(qg_index *index)
 {
-    (void)index; // nothing is deferred: nodes never split or merge
+    // Nothing is deferred (nodes never split or merge) but the re-fit check:
+    // O(1) unless a sixteenth of the moves since the last scan ended outside
+    // the world or the population doubled or halved since it.
+    level_quadtree *lv = (level_quadtree *)index;
+    const int64_t n = index->count;
+    if (n == 0 || !(lv->outside_moves * 16 > n || n >= 2 * (int64_t)lv->scan_count || 2 * n <= lv->scan_count))
+        return;
+    lv->outside_moves = 0;
+    lv->scan_count = (int32_t)n;
+    qg_rect world;
+    double size;
+    if (lv_fit(lv, &world, &size))
+        lv_rebuild(lv, world, size);
 }
 
 static void level_quadtree_clear(qg_index *index)
@@ -292,6 +429,10 @@ static void level_quadtree_clear(qg_index *index)
     level_quadtree *lv = (level_quadtree *)index;
     for (int32_t i = 0; i < lv->node_count; ++i)
         lv->nodes[i] = (lv_node){-1, 0};
+    // Back to the configured world: the next elements may be anywhere.
+    lv_set_world(lv, index->config.bounds, lv->alloc_depth);
+    lv->scan_count = 0;
+    lv->outside_moves = 0;
 }
 
 /// Bits 0-3: the children of c whose cells overlap the integer box b.
@@ -438,8 +579,8 @@ static void level_quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *us
 static void level_quadtree_stats(const qg_index *index, qg_stats *stats)
 {
     const level_quadtree *lv = (const level_quadtree *)index;
-    stats->nodes = lv->node_count;
-    stats->leaves = lv->node_count - lv->offset[lv->depth];
+    stats->nodes = lv->offset[lv->depth + 1]; // the levels in use
+    stats->leaves = lv->offset[lv->depth + 1] - lv->offset[lv->depth];
     // The tree is complete; report the deepest level that holds anything,
     // walking only non-empty subtrees.
     lv_cell stack[LV_STACK];
@@ -465,7 +606,7 @@ static void level_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *u
     // Only the root and the nodes of non-empty subtrees: the full tree can
     // hold millions of nodes, nearly all of them empty.
     const level_quadtree *lv = (const level_quadtree *)index;
-    const qg_rect b = index->config.bounds;
+    const qg_rect b = lv->world;
     lv_cell stack[LV_STACK];
     int top = 0;
     stack[top++] = (lv_cell){0, 0, 0};
@@ -475,9 +616,10 @@ static void level_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *u
         int32_t own = 0;
         for (int32_t h = n.head; h >= 0; h = lv->links[h].next)
             own++;
-        const float w = (b.max_x - b.min_x) / (float)(1 << c.level), hgt = (b.max_y - b.min_y) / (float)(1 << c.level);
-        const qg_rect r = {b.min_x + (float)c.x * w, b.min_y + (float)c.y * hgt, b.min_x + (float)(c.x + 1) * w,
-                           b.min_y + (float)(c.y + 1) * hgt};
+        // In double: the world's extent may pass FLT_MAX.
+        const double w = qg_extent(b.min_x, b.max_x) / (1 << c.level), hgt = qg_extent(b.min_y, b.max_y) / (1 << c.level);
+        const qg_rect r = {lv_to_float(b.min_x + c.x * w), lv_to_float(b.min_y + c.y * hgt),
+                           lv_to_float(b.min_x + (c.x + 1) * w), lv_to_float(b.min_y + (c.y + 1) * hgt)};
         fn(r, c.level, own, user);
         if (c.level == lv->depth)
             continue;
@@ -492,7 +634,8 @@ static void level_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *u
 static qg_status level_quadtree_validate(const qg_index *index, size_t *bytes)
 {
     const level_quadtree *lv = (const level_quadtree *)index;
-    if (lv->depth < 0 || lv->depth > LV_MAX_DEPTH || lv->node_count != lv->offset[lv->depth + 1] ||
+    if (lv->depth < 0 || lv->depth > lv->alloc_depth || lv->alloc_depth > LV_MAX_DEPTH ||
+        lv->node_count != lv->offset[lv->alloc_depth + 1] ||
         lv->link_capacity < index->box_high)
         return QG_ERR_INVALID;
     // Every live element is in the node its box locates, and its links agree
