@@ -423,14 +423,6 @@ static qg_rect gen_move(world *w, qg_rect old)
 
 /* ---- bookkeeping ------------------------------------------------------- */
 
-static bool may_reject_size(const world *w, qg_rect box)
-{
-    if (g_kind != QG_POINT_GRID)
-        return false;
-    float m = w->cfg.max_element_size;
-    return !(box.max_x - box.min_x <= m && box.max_y - box.min_y <= m);
-}
-
 static void check_mem(world *w)
 {
     if (w->ak.errors)
@@ -467,10 +459,6 @@ static void do_insert(world *w, qg_rect box)
 {
     w->op = "insert";
     qg_handle hk = qg_insert(w->k, box);
-    if (hk == QG_ERR_CAPACITY && may_reject_size(w, box)) {
-        after_mutation(w);
-        return;
-    }
     qg_handle hr = qg_insert(w->r, box);
     char bs[96];
     fmt_box(bs, sizeof bs, box);
@@ -521,10 +509,6 @@ static void do_move(world *w, int32_t id, qg_rect box)
     w->op = "move";
     elem *e = &w->e[id];
     qg_status sk = qg_move(w->k, e->hk, box);
-    if (sk == QG_ERR_CAPACITY && may_reject_size(w, box)) {
-        after_mutation(w);
-        return;
-    }
     qg_status sr = qg_move(w->r, e->hr, box);
     if (sk != QG_OK || sr != QG_OK) {
         char bs[96];

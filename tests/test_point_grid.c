@@ -1,5 +1,5 @@
 /* QG_POINT_GRID's own invariants, through the public header: the size bound
- * (QG_ERR_CAPACITY, nothing changes), the defaults of max_element_size,
+ * and the levels past it, the defaults of max_element_size,
  * exact answers where the widened search meets float rounding (far from the
  * origin, boxes exactly the bound, touching at a corner), memory per element
  * after qg_cleanup gives the spare capacity back, stats and visit. */
@@ -61,27 +61,120 @@ static long pair_count(const qg_index *idx)
     return n;
 }
 
-static void test_capacity(void **state)
+static bool collect_pair(qg_handle a, qg_handle b, void *user)
+{
+    long *sum = user;
+    sum[0]++;
+    sum[1] += (long)a * 7919 + b; /* order-free fingerprint of the set */
+    return true;
+}
+
+/* Sizes past the bound go to coarser levels (no QG_ERR_CAPACITY): a box
+ * exactly the bound stays in level 0, a float more goes to level 1, a
+ * world-sized one to a coarse level; moves between levels keep every answer
+ * exact and the memory accounted; a failed level allocation changes
+ * nothing. */
+static void test_levels(void **state)
 {
     (void)state;
     skip_unavailable();
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 1000, 1000), 10, 0);
-    /* Exactly the bound is accepted, a float above it is not. */
     qg_handle h = qg_insert(idx, tu_rect(100, 100, 110, 110));
     assert_true(h >= 0);
-    assert_int_equal(qg_insert(idx, tu_rect(100, 100, nextafterf(110, 200), 105)), QG_ERR_CAPACITY);
-    assert_int_equal(qg_insert(idx, tu_rect(100, 100, 105, 111)), QG_ERR_CAPACITY);
-    assert_int_equal(qg_count(idx), 1);
-    size_t bytes = qg_get_stats(idx).memory_bytes;
-    assert_int_equal(qg_move(idx, h, tu_rect(0, 0, 50, 5)), QG_ERR_CAPACITY);
-    qg_rect r;
-    assert_int_equal(qg_get(idx, h, &r), QG_OK);
-    assert_true(tu_rect_same(r, tu_rect(100, 100, 110, 110)));
-    assert_int_equal(qg_get_stats(idx).memory_bytes, bytes);
-    assert_int_equal(query_count(idx, tu_rect(105, 105, 105, 105)), 1);
+    assert_int_equal(qg_get_stats(idx).max_depth_reached, 0);
+    qg_handle h1 = qg_insert(idx, tu_rect(100, 100, nextafterf(110, 200), 105));
+    assert_true(h1 >= 0);
+    assert_int_equal(qg_get_stats(idx).max_depth_reached, 1);
+    qg_handle h2 = qg_insert(idx, tu_rect(-5000, 104, 5000, 104));
+    assert_true(h2 >= 0);
+    assert_true(qg_get_stats(idx).max_depth_reached >= 5);
     assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(query_count(idx, tu_rect(105, 104, 105, 104)), 3);
+    assert_int_equal(pair_count(idx), 3);
+    /* A level 0 element grows into level 2 and back. */
+    assert_int_equal(qg_move(idx, h, tu_rect(0, 0, 50, 5)), QG_OK);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(pair_count(idx), 1); /* h1-h2 */
+    assert_int_equal(qg_move(idx, h, tu_rect(100, 100, 110, 110)), QG_OK);
+    qg_cleanup(idx);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(pair_count(idx), 3);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
+    /* A move into a level that has no memory yet fails cleanly. */
+    a.mode = TU_FAIL_EACH_CALL;
+    a.failing = true;
+    qg_status st = qg_move(idx, h, tu_rect(0, 0, 500, 500));
+    a.failing = false;
+    if (st != QG_OK) {
+        assert_int_equal(st, QG_ERR_NOMEM);
+        qg_rect r;
+        assert_int_equal(qg_get(idx, h, &r), QG_OK);
+        assert_true(tu_rect_same(r, tu_rect(100, 100, 110, 110)));
+        assert_int_equal(qg_validate(idx), QG_OK);
+        assert_int_equal(pair_count(idx), 3);
+        assert_int_equal(qg_move(idx, h, tu_rect(0, 0, 500, 500)), QG_OK);
+    }
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
+/* Every level at once: sizes from a hundredth of the bound to thousands of
+ * times it, moving and changing size, against a plain loop. */
+static void test_levels_random(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, tu_rect(0, 0, 1000, 1000), 2, 0);
+    enum { N = 700 };
+    qg_rect boxes[N];
+    qg_handle hs[N];
+    tu_rng r;
+    tu_rng_seed(&r, 4242);
+    for (int i = 0; i < N; i++) {
+        float w = 0.02f * powf(4.0f, tu_rng_range(&r, 0, 7.5f));
+        float x = tu_rng_range(&r, -200, 1200), y = tu_rng_range(&r, -200, 1200);
+        boxes[i] = tu_rect(x, y, x + w, y + w * tu_rng_range(&r, 0.1f, 1));
+        hs[i] = qg_insert(idx, boxes[i]);
+        assert_true(hs[i] >= 0);
+    }
+    for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < N; i++) {
+            if (!tu_rng_chance(&r, 0.5))
+                continue;
+            float w = 0.02f * powf(4.0f, tu_rng_range(&r, 0, 7.5f));
+            float x = boxes[i].min_x + tu_rng_range(&r, -20, 20), y = boxes[i].min_y + tu_rng_range(&r, -20, 20);
+            boxes[i] = tu_rect(x, y, x + w, y + w);
+            assert_int_equal(qg_move(idx, hs[i], boxes[i]), QG_OK);
+        }
+        if (round % 2)
+            qg_cleanup(idx);
+        assert_int_equal(qg_validate(idx), QG_OK);
+        long want[2] = {0, 0}, got[2] = {0, 0};
+        for (int i = 0; i < N; i++)
+            for (int j = i + 1; j < N; j++)
+                if (tu_overlap(boxes[i], boxes[j])) {
+                    qg_handle x = hs[i] < hs[j] ? hs[i] : hs[j], y = hs[i] < hs[j] ? hs[j] : hs[i];
+                    want[0]++;
+                    want[1] += (long)x * 7919 + y;
+                }
+        assert_int_equal(qg_pairs(idx, collect_pair, got), QG_OK);
+        assert_int_equal(got[0], want[0]);
+        assert_int_equal(got[1], want[1]);
+        for (int q = 0; q < 50; q++) {
+            qg_rect area = boxes[tu_rng_below(&r, N)];
+            long n = 0;
+            for (int i = 0; i < N; i++)
+                n += tu_overlap(boxes[i], area);
+            assert_int_equal(query_count(idx, area), n);
+        }
+    }
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
     qg_destroy(idx);
     assert_int_equal(a.bytes, 0);
 }
@@ -90,21 +183,25 @@ static void test_default_bound(void **state)
 {
     (void)state;
     skip_unavailable();
-    /* From element_size: twice the typical width. */
+    /* From element_size: twice the typical width; past it, level 1. */
     qg_config c = qg_default_config(QG_POINT_GRID);
     c.element_size = 4;
     qg_index *idx = NULL;
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_true(qg_insert(idx, tu_rect(0, 0, 8, 8)) >= 0);
-    assert_int_equal(qg_insert(idx, tu_rect(0, 0, 9, 1)), QG_ERR_CAPACITY);
+    assert_int_equal(qg_get_stats(idx).max_depth_reached, 0);
+    assert_true(qg_insert(idx, tu_rect(0, 0, 9, 1)) >= 0);
+    assert_int_equal(qg_get_stats(idx).max_depth_reached, 1);
     qg_destroy(idx);
-    /* Neither: no bound, everything fits and answers stay exact. */
+    /* Neither: a 256th of the bounds; everything fits somewhere and answers
+     * stay exact. */
     c = qg_default_config(QG_POINT_GRID);
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_true(qg_insert(idx, tu_rect(-1e30f, -1e30f, 1e30f, 1e30f)) >= 0);
     assert_true(qg_insert(idx, tu_rect(5, 5, 6, 6)) >= 0);
     assert_int_equal(query_count(idx, tu_rect(5.5f, 5.5f, 5.5f, 5.5f)), 2);
     assert_int_equal(pair_count(idx), 1);
+    assert_int_equal(qg_validate(idx), QG_OK);
     qg_destroy(idx);
 }
 
@@ -187,7 +284,8 @@ static void test_memory_per_element(void **state)
     const double cells = (double)s.nodes * 4 / n;
     print_message("point_grid: %d elements, %d cells, %.2f bytes per element (%.2f of them cells)\n", n,
                   s.nodes, per, cells);
-    assert_true(per <= 23.0 + cells + 6.0 / 64 + 0.05);
+    /* The index's own struct (the levels' fixed fields) is a few KiB. */
+    assert_true(per <= 23.0 + cells + 6.0 / 64 + 0.05 + 8192.0 / n);
     assert_true(per <= 24.0);
     assert_int_equal(qg_validate(idx), QG_OK);
     /* Growing again after the shrink works. */
@@ -352,7 +450,8 @@ static void test_snapshot_states(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_capacity),
+        cmocka_unit_test(test_levels),
+        cmocka_unit_test(test_levels_random),
         cmocka_unit_test(test_default_bound),
         cmocka_unit_test(test_exact_at_rounding),
         cmocka_unit_test(test_memory_per_element),
