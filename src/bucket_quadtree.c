@@ -25,8 +25,16 @@
 // - Node cells are never stored: they come from integer coordinates
 //   (conservative, monotonic mapping, as in QG_QUADTREE), and the final test
 //   is always on the stored float box, so answers are exact. Boxes outside
-//   the bounds clamp to the border cells, which the same mapping of a query
+//   the world clamp to the border cells, which the same mapping of a query
 //   finds again.
+// - The configured bounds are a hint, as in QG_QUADTREE: the tree maps its
+//   own square world, re-fitted in qg_cleanup to the elements when a
+//   sixteenth of them lie outside it (the new world takes in the old one,
+//   half as wide again) or when they fill less than an eighth of it on both
+//   axes. A re-fit re-inserts every element from an empty root, splitting
+//   only into the blocks of nodes the old tree held (no allocation); later
+//   inserts split the rest as usual. The mapping is computed in double: any
+//   finite bounds.
 #include "index_internal.h"
 
 #if defined(__SSE2__)
@@ -70,11 +78,36 @@ typedef struct bucket_quadtree {
     int32_t free_blocks;
     int32_t *next, *prev; ///< per handle: bucket links
     int32_t next_capacity, prev_capacity;
+    qg_rect world; ///< the box mapped onto the integer coordinates
     float scale_x, scale_y;
     int32_t max_depth, capacity;
+    int32_t scan_count;    ///< live elements at the last scan of the boxes
+    int64_t outside_moves; ///< inserts and moves outside the world since that scan
 } bucket_quadtree;
 
 static const bq_cell bq_root = {0, 0, 0, 0};
+
+/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
+static inline float bq_to_float(double v)
+{
+    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+/// Maps `world` onto the integer coordinates. The scale saturates at
+/// FLT_MAX for worlds under 1e-34 wide (coarser cells, same answers).
+static void bq_set_world(bucket_quadtree *bq, qg_rect world)
+{
+    bq->world = world;
+    bq->scale_x = bq_to_float(BQ_SIDE / qg_extent(world.min_x, world.max_x));
+    bq->scale_y = bq_to_float(BQ_SIDE / qg_extent(world.min_y, world.max_y));
+}
+
+/// True when r is not wholly inside the world: what re-fitting counts.
+static inline bool bq_outside(const bucket_quadtree *bq, qg_rect r)
+{
+    const qg_rect w = bq->world;
+    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
+}
 
 static inline int32_t bq_map(float v, float origin, float scale)
 {
@@ -89,7 +122,7 @@ static inline int32_t bq_map(float v, float origin, float scale)
 /// Conservative integer box: monotonic per coordinate, clamped to the world.
 static inline bq_ibox bq_map_box(const bucket_quadtree *bq, qg_rect r)
 {
-    const qg_rect b = bq->base.config.bounds;
+    const qg_rect b = bq->world;
 #if defined(__SSE2__)
     __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
                                      _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
@@ -237,7 +270,9 @@ static void bq_place(bucket_quadtree *bq, qg_handle h, bq_ibox b)
     for (;;) {
         bq_node *n = &bq->nodes[c.node];
         n->total++;
-        if (n->first_child < 0 && n->count >= bq->capacity && c.depth < bq->max_depth)
+        // The reservation covers every split here; a re-fit reserves none
+        // and splits only into blocks it holds.
+        if (n->first_child < 0 && n->count >= bq->capacity && c.depth < bq->max_depth && bq_spare_blocks(bq) > 0)
             bq_split(bq, c);
         const int32_t fc = bq->nodes[c.node].first_child;
         const int i = fc >= 0 ? bq_containing_child(c, b) : -1;
@@ -308,9 +343,7 @@ static qg_status bucket_quadtree_configure(qg_config *config)
 static qg_status bucket_quadtree_init(qg_index *index)
 {
     bucket_quadtree *bq = (bucket_quadtree *)index;
-    const qg_rect b = index->config.bounds;
-    bq->scale_x = (float)BQ_SIDE / (b.max_x - b.min_x);
-    bq->scale_y = (float)BQ_SIDE / (b.max_y - b.min_y);
+    bq_set_world(bq, index->config.bounds);
     bq->max_depth = index->config.max_depth;
     bq->capacity = index->config.leaf_capacity;
     bq->free_block = -1;
@@ -339,6 +372,7 @@ static qg_status bucket_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle 
         !qg_txn_reserve(txn, (void **)&bq->prev, &bq->prev_capacity, sizeof(int32_t), (int64_t)h + 1) ||
         !bq_reserve_blocks(bq, txn, bq_splits_needed(bq, b)))
         return QG_ERR_NOMEM;
+    bq->outside_moves += bq_outside(bq, box);
     bq_place(bq, h, b);
     return QG_OK;
 }
@@ -351,6 +385,7 @@ static void bucket_quadtree_remove(qg_index *index, qg_handle h)
 static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     bucket_quadtree *bq = (bucket_quadtree *)index;
+    bq->outside_moves += bq_outside(bq, box);
     const bq_ibox nb = bq_map_box(bq, box);
     const bq_cell from = bq_find(bq, bq_map_box(bq, index->boxes[h]), NULL);
     const bq_cell to = bq_find(bq, nb, NULL);
@@ -370,9 +405,84 @@ static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h,
     return QG_OK;
 }
 
+/// Scans every box and decides whether the world should change: when a
+/// sixteenth of the elements lie outside it (it then grows to take them in,
+/// keeping the old world, half as wide again), or when the elements fill
+/// less than an eighth of it on both axes (it then shrinks to them).
+static bool bq_fit(const bucket_quadtree *bq, qg_rect *out)
+{
+    const qg_index *ix = &bq->base;
+    const qg_rect w = bq->world;
+    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
+    int64_t outside = 0;
+    for (qg_handle h = 0; h < ix->box_high; ++h) {
+        const qg_rect r = ix->boxes[h];
+        if (isnan(r.min_x))
+            continue; // a free slot
+        lx = r.min_x < lx ? r.min_x : lx;
+        ly = r.min_y < ly ? r.min_y : ly;
+        hx = r.max_x > hx ? r.max_x : hx;
+        hy = r.max_y > hy ? r.max_y : hy;
+        outside += bq_outside(bq, r);
+    }
+    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
+    const bool spill = outside * 16 > ix->count;
+    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
+    if (!spill && !sparse)
+        return false;
+    double x0 = lx, y0 = ly, x1 = hx, y1 = hy;
+    if (!sparse) {
+        x0 = w.min_x < x0 ? w.min_x : x0;
+        y0 = w.min_y < y0 ? w.min_y : y0;
+        x1 = w.max_x > x1 ? w.max_x : x1;
+        y1 = w.max_y > y1 ? w.max_y : y1;
+    }
+    const double ex = x1 - x0, ey = y1 - y0;
+    const double half = 0.75 * (ex > ey ? ex : ey);
+    const double cx = x0 + 0.5 * ex, cy = y0 + 0.5 * ey;
+    qg_rect n = {bq_to_float(cx - half), bq_to_float(cy - half), bq_to_float(cx + half), bq_to_float(cy + half)};
+    // All elements at one point: the world still needs min < max.
+    if (!(n.min_x < n.max_x)) {
+        if (n.min_x > -FLT_MAX)
+            n.min_x = nextafterf(n.min_x, -FLT_MAX);
+        else
+            n.max_x = nextafterf(n.max_x, FLT_MAX);
+    }
+    if (!(n.min_y < n.max_y)) {
+        if (n.min_y > -FLT_MAX)
+            n.min_y = nextafterf(n.min_y, -FLT_MAX);
+        else
+            n.max_y = nextafterf(n.max_y, FLT_MAX);
+    }
+    *out = n;
+    return true;
+}
+
 static void bucket_quadtree_cleanup(qg_index *index)
 {
-    (void)index; // merging is eager: nothing is left for later
+    // Merging is eager: only the re-fit check is left for here. O(1) unless
+    // a sixteenth of the moves since the last scan ended outside the world
+    // or the population doubled or halved since it.
+    bucket_quadtree *bq = (bucket_quadtree *)index;
+    const int64_t n = index->count;
+    if (n == 0 || !(bq->outside_moves * 16 > n || n >= 2 * (int64_t)bq->scan_count || 2 * n <= bq->scan_count))
+        return;
+    bq->outside_moves = 0;
+    bq->scan_count = (int32_t)n;
+    qg_rect world;
+    if (!bq_fit(bq, &world))
+        return;
+    // Re-insert everything from an empty root, in the blocks already held:
+    // the node array's capacity bounds the splits (bq_place checks).
+    bq_set_world(bq, world);
+    bq->nodes[0] = (bq_node){-1, -1, 0, 0};
+    bq->node_high = 1;
+    bq->free_block = -1;
+    bq->free_blocks = 0;
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        if (qg_slot_live(index, h))
+            bq_place(bq, h, bq_map_box(bq, index->boxes[h]));
+    }
 }
 
 static void bucket_quadtree_clear(qg_index *index)
@@ -382,6 +492,10 @@ static void bucket_quadtree_clear(qg_index *index)
     bq->node_high = 1;
     bq->free_block = -1;
     bq->free_blocks = 0;
+    // Back to the configured world: the next elements may be anywhere.
+    bq_set_world(bq, index->config.bounds);
+    bq->scan_count = 0;
+    bq->outside_moves = 0;
 }
 
 /// Tests the bucket of node against area; false when the callback stopped.
@@ -588,11 +702,12 @@ typedef struct bq_visit_ctx {
 static void bq_user_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
 {
     const bq_visit_ctx *v = ctx;
-    const qg_rect b = bq->base.config.bounds;
-    const float s = (float)(BQ_SIDE >> c.depth);
-    const float ux = (b.max_x - b.min_x) / (float)BQ_SIDE, uy = (b.max_y - b.min_y) / (float)BQ_SIDE;
-    const qg_rect r = {b.min_x + (float)c.x * ux, b.min_y + (float)c.y * uy, b.min_x + ((float)c.x + s) * ux,
-                       b.min_y + ((float)c.y + s) * uy};
+    const qg_rect b = bq->world;
+    // In double: the world's extent may pass FLT_MAX.
+    const double s = (double)(BQ_SIDE >> c.depth);
+    const double ux = qg_extent(b.min_x, b.max_x) / BQ_SIDE, uy = qg_extent(b.min_y, b.max_y) / BQ_SIDE;
+    const qg_rect r = {bq_to_float(b.min_x + c.x * ux), bq_to_float(b.min_y + c.y * uy),
+                       bq_to_float(b.min_x + (c.x + s) * ux), bq_to_float(b.min_y + (c.y + s) * uy)};
     v->fn(r, c.depth, bq->nodes[c.node].count, v->user);
 }
 
