@@ -400,17 +400,18 @@ static qg_rect lq_square_world(double lx, double ly, double hx, double hy)
 /// keeping the old world), or when the elements fill less than an eighth of
 /// it on both axes (it then shrinks to them). *size is the elements' mean
 /// width (the larger side), which picks the new max_depth.
-static bool lq_fit(const loose_quadtree *lq, qg_rect *out, double *size)
+static bool lq_fit(const loose_quadtree *lq, qg_handle skip, qg_rect *out, double *size)
 {
     const qg_index *ix = &lq->base;
     const qg_rect w = lq->world;
     float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
-    int64_t outside = 0;
+    int64_t outside = 0, scanned = 0;
     double widths = 0.0;
     for (qg_handle h = 0; h < ix->box_high; ++h) {
         const qg_rect r = ix->boxes[h];
-        if (isnan(r.min_x))
-            continue; // a free slot
+        if (isnan(r.min_x) || h == skip)
+            continue; // a free slot, or the element being inserted
+        scanned++;
         lx = r.min_x < lx ? r.min_x : lx;
         ly = r.min_y < ly ? r.min_y : ly;
         hx = r.max_x > hx ? r.max_x : hx;
@@ -419,9 +420,11 @@ static bool lq_fit(const loose_quadtree *lq, qg_rect *out, double *size)
         const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
         widths += rw > rh ? rw : rh;
     }
-    *size = widths / ix->count;
+    if (scanned == 0)
+        return false;
+    *size = widths / (double)scanned;
     const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
-    const bool spill = outside * 16 > ix->count;
+    const bool spill = outside * 16 > scanned;
     const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
     if (!spill && !sparse)
         return false;
@@ -439,7 +442,7 @@ static bool lq_fit(const loose_quadtree *lq, qg_rect *out, double *size)
 /// starts in the root, then leaves split level by level while the nodes the
 /// old tree held last, so a shortage leaves the whole tree a little shallow
 /// rather than one corner deep and the rest in a pile.
-static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size)
+static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size, qg_handle skip, bool grow)
 {
     qg_index *ix = &lq->base;
     lq_set_world(lq, world);
@@ -448,7 +451,7 @@ static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size)
     lq->max_depth = depth < lq->depth_cap ? depth : lq->depth_cap;
     lq_reset_root(lq);
     for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
-        if (qg_slot_live(ix, h)) {
+        if (qg_slot_live(ix, h) && h != skip) {
             lq_link(lq, 0, h, 0);
             lq_grow(&lq->nodes[0], ix->boxes[h]);
         }
@@ -465,7 +468,7 @@ static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size)
             const int d = depths[top];
             const lq_node n = lq->nodes[node];
             if (!lq_is_branch(n)) {
-                if (d == level && lq_split_leaf(lq, node, d, false) < 0)
+                if (d == level && lq_split_leaf(lq, node, d, grow) < 0)
                     short_of_memory = true;
             } else if (d < level) {
                 for (int i = 3; i >= 0; --i) {
@@ -478,10 +481,13 @@ static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size)
     lq->resplit = short_of_memory;
 }
 
-/// The re-fit check of qg_cleanup: O(1) unless a sixteenth of the moves
-/// since the last scan ended outside the world or the population doubled or
-/// halved since it. True when it rebuilt the tree.
-static bool lq_refit(loose_quadtree *lq)
+/// The re-fit check: O(1) unless a sixteenth of the moves since the last
+/// scan ended outside the world or the population doubled or halved since
+/// it. True when it rebuilt the tree. qg_cleanup calls it with `grow` false
+/// (it must not allocate); qg_insert calls it with `grow` true (and `skip`
+/// the element being inserted) when the population doubled, so a tree built
+/// by inserts alone is fitted and fully split before its first pairs.
+static bool lq_refit(loose_quadtree *lq, qg_handle skip, bool grow)
 {
     const int64_t n = lq->base.count;
     if (n == 0 || !(lq->outside_moves * 16 > n || n >= 2 * (int64_t)lq->scan_count || 2 * n <= lq->scan_count))
@@ -490,9 +496,9 @@ static bool lq_refit(loose_quadtree *lq)
     lq->scan_count = (int32_t)n;
     qg_rect world;
     double size;
-    if (!lq_fit(lq, &world, &size))
+    if (!lq_fit(lq, skip, &world, &size))
         return false;
-    lq_rebuild(lq, world, size);
+    lq_rebuild(lq, world, size, skip, grow);
     return true;
 }
 
@@ -532,6 +538,8 @@ static qg_status loose_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
         return QG_ERR_NOMEM;
     if (lq->resplit)
         lq_resplit(lq);
+    if (index->count >= 2 * (int64_t)lq->scan_count)
+        lq_refit(lq, h, true);
     lq->outside_moves += lq_outside(lq, box);
     lq_place(lq, h, box);
     return QG_OK;
@@ -573,7 +581,7 @@ static qg_status loose_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
 static void loose_quadtree_cleanup(qg_index *index)
 {
     loose_quadtree *lq = (loose_quadtree *)index;
-    if (lq_refit(lq))
+    if (lq_refit(lq, -1, false))
         return; // the rebuild computed every box
     const qg_rect *boxes = index->boxes;
     // Post-order: an entry >= 0 expands a node, ~node finishes it after its

@@ -351,7 +351,9 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
             return -1;
         }
     } else if ((qt->free_block < 0 && qt->node_high + 4 > qt->node_capacity) ||
-               need > (int64_t)qt->enodes.capacity - qt->enodes.live) {
+               need - n->count > (int64_t)qt->enodes.capacity - qt->enodes.live) {
+        // Exact here: each element gives its node back before it takes its
+        // 1-4 new ones, so the pool peaks at the end, `need - count` higher.
         return -1;
     }
     n = &qt->nodes[c.node]; // the array may have moved
@@ -452,17 +454,18 @@ static qg_rect qt_square_world(double lx, double ly, double hx, double hy)
 /// it on both axes (it then shrinks to them). *size is the elements' mean
 /// width (the larger side), which picks the new max_depth: cells must not
 /// get smaller than the elements, or each would sit in many leaves.
-static bool qt_fit(const quadtree *qt, qg_rect *out, double *size)
+static bool qt_fit(const quadtree *qt, qg_handle skip, qg_rect *out, double *size)
 {
     const qg_index *ix = &qt->base;
     const qg_rect w = qt->world;
     float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
-    int64_t outside = 0;
+    int64_t outside = 0, scanned = 0;
     double widths = 0.0;
     for (qg_handle h = 0; h < ix->box_high; ++h) {
         const qg_rect r = ix->boxes[h];
-        if (isnan(r.min_x))
-            continue; // a free slot
+        if (isnan(r.min_x) || h == skip)
+            continue; // a free slot, or the element being inserted
+        scanned++;
         lx = r.min_x < lx ? r.min_x : lx;
         ly = r.min_y < ly ? r.min_y : ly;
         hx = r.max_x > hx ? r.max_x : hx;
@@ -471,9 +474,11 @@ static bool qt_fit(const quadtree *qt, qg_rect *out, double *size)
         const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
         widths += rw > rh ? rw : rh;
     }
-    *size = widths / ix->count;
+    if (scanned == 0)
+        return false;
+    *size = widths / (double)scanned;
     const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
-    const bool spill = outside * 16 > ix->count;
+    const bool spill = outside * 16 > scanned;
     const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
     if (!spill && !sparse)
         return false;
@@ -492,7 +497,7 @@ static bool qt_fit(const quadtree *qt, qg_rect *out, double *size)
 /// many), then leaves split level by level while the nodes and element
 /// nodes the old tree held last, so a shortage leaves the whole tree a
 /// little shallow rather than one corner deep and the rest in a pile.
-static void qt_rebuild(quadtree *qt, qg_rect world, double size)
+static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip, bool grow)
 {
     qg_index *ix = &qt->base;
     qt_set_world(qt, world);
@@ -506,7 +511,7 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size)
     qt->free_blocks = 0;
     qg_enode_pool_reset(&qt->enodes);
     for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
-        if (qg_slot_live(ix, h)) {
+        if (qg_slot_live(ix, h) && h != skip) {
             qt_link(qt, 0, h);
             qt->depths[h] = 0;
         }
@@ -520,7 +525,7 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size)
             const qt_cell c = stack[--top];
             const qt_node n = qt->nodes[c.node];
             if (n.count != -1) {
-                if (c.depth == depth && qt_split_leaf(qt, c, false) < 0)
+                if (c.depth == depth && qt_split_leaf(qt, c, grow) < 0)
                     short_of_memory = true;
             } else if (c.depth < depth) {
                 for (int i = 3; i >= 0; --i)
@@ -531,10 +536,14 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size)
     qt->resplit = short_of_memory;
 }
 
-/// The re-fit check of qg_cleanup: O(1) unless a sixteenth of the moves
-/// since the last scan ended outside the world or the population doubled or
-/// halved since it. True when it rebuilt the tree.
-static bool qt_refit(quadtree *qt)
+/// The re-fit check: O(1) unless a sixteenth of the moves since the last
+/// scan ended outside the world or the population doubled or halved since
+/// it. True when it rebuilt the tree. qg_cleanup calls it with `grow` false
+/// (it must not allocate); qg_insert calls it with `grow` true (and `skip`
+/// the element being inserted) when the population doubled, so a tree built
+/// by inserts alone, then asked for pairs, is fitted and fully split even
+/// when the tree it replaces was a pile that held few nodes.
+static bool qt_refit(quadtree *qt, qg_handle skip, bool grow)
 {
     const int64_t n = qt->base.count;
     if (n == 0 || !(qt->outside_moves * 16 > n || n >= 2 * (int64_t)qt->scan_count || 2 * n <= qt->scan_count))
@@ -544,9 +553,9 @@ static bool qt_refit(quadtree *qt)
     qg_rect world;
     double size;
     // The rebuild needs an element node per element in the root.
-    if (!qt_fit(qt, &world, &size) || qt->enodes.capacity < n)
+    if (!qt_fit(qt, skip, &world, &size) || qt->enodes.capacity < n)
         return false;
-    qt_rebuild(qt, world, size);
+    qt_rebuild(qt, world, size, skip, grow);
     return true;
 }
 
@@ -601,6 +610,8 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     quadtree *qt = (quadtree *)index;
     if (qt->resplit)
         qt_resplit(qt);
+    if (index->count >= 2 * (int64_t)qt->scan_count)
+        qt_refit(qt, h, true);
     const qt_ibox b = qt_map_box(qt, box);
     const qt_cell from = qt_descend(qt, qt_root, b);
     qt_iter it;
@@ -710,7 +721,7 @@ static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rec
 static void quadtree_cleanup(qg_index *index)
 {
     quadtree *qt = (quadtree *)index;
-    if (qt_refit(qt))
+    if (qt_refit(qt, -1, false))
         return; // a fresh tree: nothing to collapse
     if (qt->nodes[0].count != -1)
         return;
