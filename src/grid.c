@@ -8,11 +8,16 @@
 // - Element nodes live in one free-listed array per row; a row without nodes
 //   gives its cells and nodes back at qg_cleanup (NULL row) and allocates them
 //   again on the next insert into it.
-// - Boxes outside the bounds clamp to the border cells.
+// - The grid is a torus of power-of-two sides: a cell is (cx mod cols,
+//   cy mod rows) of the unwrapped cell, so boxes outside the bounds spread
+//   over the cells like the ones inside, and huge bounds keep cells sized by
+//   element_size (the world wraps instead of the cells growing). A box
+//   takes each wrapped cell at most once.
 // - qg_move relinks only the cells in the old range and not the new one, and
 //   the reverse; a move within the same cell range only writes the box.
 // - Queries and pairs walk rows in order and report each element or pair in
-//   the one cell holding the top-left corner of the overlap: no visited set.
+//   the one wrapped cell holding the top-left corner of the overlap: no
+//   visited set, even where ranges wrap.
 #include "grid_rows.h"
 
 typedef struct grid {
@@ -39,20 +44,19 @@ static void grid_destroy(qg_index *index)
 
 static qg_status grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    (void)txn; // the row arrays keep their own rollback record
-    return gr_insert(&((grid *)index)->g, NULL, index, h, box);
+    // The row arrays keep their own rollback record; txn holds the
+    // everywhere list.
+    return gr_insert(&((grid *)index)->g, NULL, index, txn, h, box);
 }
 
 static void grid_remove(qg_index *index, qg_handle h)
 {
-    grid *gd = (grid *)index;
-    gr_unlink_box(&gd->g, NULL, gr_map_box(&gd->g, index->boxes[h]), h);
+    gr_remove(&((grid *)index)->g, NULL, index, h);
 }
 
 static qg_status grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    (void)txn;
-    return gr_move(&((grid *)index)->g, NULL, index, h, box);
+    return gr_move(&((grid *)index)->g, NULL, index, txn, h, box);
 }
 
 static void grid_cleanup(qg_index *index)

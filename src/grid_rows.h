@@ -10,12 +10,26 @@
 //   and shrinks on its own. A row with no nodes gives its memory back at the
 //   next qg_cleanup: its cell array and node array become NULL, and the next
 //   insert into it allocates them again.
-// - Coordinates map to cells with one monotonic float expression, clamped to
-//   the border cells, so boxes outside the bounds are stored in border cells
-//   and the mapping of a point inside a box lies inside the box's cell range.
-//   Because the map is monotonic it commutes with max: the cell of the
-//   top-left corner of an overlap is (max of the two min-corner cells), which
-//   lets queries and pairs report each answer in exactly one cell.
+// - The grid is a torus: cells per axis are a power of two, and the cell of
+//   a coordinate is its unwrapped cell (floor(v / cell) from an origin at
+//   the bounds' centre, clamped to +-GR_REACH) masked to the grid. Boxes
+//   outside the bounds therefore land in ordinary cells, spread like the
+//   ones inside, instead of piling into the border cells (the bounds are
+//   only a hint of where most elements are); a box covers at most every
+//   column or row once (a box wider than the world does not wrap onto
+//   itself). Cells far from the bounds share lists with cells inside, which
+//   costs a few extra overlap tests, never an answer.
+// - The unwrapped map is monotonic, so it commutes with max: the unwrapped
+//   cell of the top-left corner of an overlap is (max of the two
+//   min-corner cells), and it lies in both boxes' ranges. Queries and pairs
+//   report each answer only in the wrapped cell of that corner, which is
+//   unique, so each answer comes once with no visited set, however the
+//   ranges wrap.
+// - Huge bounds do not make huge cells: the cell size comes from
+//   element_size and the cell counts are capped (GR_MAX_SIDE); a world
+//   wider than the grid wraps instead of coarsening. Extents are computed
+//   in double, coordinates as v * inv - origin (no v - origin, which
+//   overflows for bounds near +-FLT_MAX).
 // - The hierarchical bitset (gr_bits) sits above the fine cells: level 1 has
 //   one 64-bit word per 8x8 block of fine cells, one bit per occupied cell;
 //   each level above has one word per 8x8 block of the level below, one bit
@@ -30,24 +44,31 @@
 #include <emmintrin.h>
 #endif
 
-/// Resolution limits: at most this many cells per axis and in all. A finer
-/// cell_size is raised to fit (config.cell_size then reports the one used).
-#define GR_MAX_SIDE 16384
-#define GR_MAX_CELLS (1 << 24)
+/// Resolution limits: cells per axis are a power of two, at most this many
+/// (a world wider than that wraps). With NULL empty rows the cost of a wide
+/// grid is a row struct per row and a row of cells per occupied row.
+#define GR_MAX_SIDE 2048
 /// Cells per axis when element_size is 0.
 #define GR_DEFAULT_SIDE 128
 /// Default cell size as a multiple of element_size, measured on `agents`
 /// (element_size 5; cells of 10, 20, 32, 48, 64: 32 was fastest, moves
 /// relink less and the pair loop gathers fewer duplicate nodes).
 #define GR_CELL_PER_ELEMENT 6.0f
+/// A default cell may grow by this factor so the bounds fill a power of two
+/// cells per axis instead of leaving nearly half the columns unused.
+#define GR_CELL_STRETCH 1.25
+/// Unwrapped cell coordinates clamp to [-GR_REACH, GR_REACH]: every width
+/// then fits an int32, and the float cell coordinate still resolves single
+/// cells up to 2^24 cells from the bounds' centre.
+#define GR_REACH 536870912.0f
 /// Elements of one cell gathered on the C stack for the pair loop; longer
 /// lists are walked in place.
 #define GR_GATHER 64
-/// Levels of the hierarchical bitset: 8^6 covers GR_MAX_SIDE.
+/// Levels of the hierarchical bitset: 8^4 covers GR_MAX_SIDE.
 #define GR_MAX_LEVELS 6
 
 typedef struct gr_ibox {
-    int32_t x0, y0, x1, y1; ///< inclusive cell range
+    int32_t x0, y0, x1, y1; ///< inclusive unwrapped cell range
 } gr_ibox;
 _Static_assert(sizeof(gr_ibox) == 16, "gr_ibox is stored and compared as one SSE register");
 
@@ -78,44 +99,54 @@ typedef struct gr_bits {
 
 typedef struct gr_grid {
     gr_row *rows;
-    int32_t cols, nrows;
-    float ox, oy; ///< bounds min corner
-    float inv;    ///< cells per world unit
-    float cell;   ///< cell size in world units
-    /// cols - 1, nrows - 1, cols - 1, nrows - 1: the clamps (a plain array:
-    /// a user allocator need not align the struct to 16 bytes).
-    float limit[4];
+    int32_t cols, nrows; ///< powers of two
+    int32_t mx, my;      ///< cols - 1, nrows - 1: the wrap masks
+    float inv;           ///< cells per world unit
+    float cell;          ///< cell size in world units
+    /// The bounds' centre in cells, per lane (x, y, x, y): a coordinate's
+    /// cell is floor(v * inv - org) (a plain array: a user allocator need
+    /// not align the struct to 16 bytes).
+    float org[4];
+    int32_t home_x, home_y; ///< unwrapped cell of the bounds' min corner
+    /// Elements whose range covers every cell of the torus: listed here
+    /// once instead of in every cell (only when the grid has at least
+    /// GR_WIDE_MIN_CELLS cells), so a few boxes wider than the world cost
+    /// a test per element, not a node and a test per cell.
+    int32_t *wide;
+    int32_t wide_count, wide_capacity;
 } gr_grid;
 
-/// Cell index of coordinate v: floor((v - origin) * inv) clamped to
-/// [0, n - 1]. Monotonic in v; infinities clamp; NaN never arrives.
-static inline int32_t gr_map(float v, float origin, float inv, int32_t n)
+#define GR_WIDE_MIN_CELLS 64
+
+/// Unwrapped cell of coordinate v: floor(v * inv - org) clamped to
+/// +-GR_REACH. Monotonic in v (each step rounds monotonically); infinities
+/// and overflows clamp; NaN never arrives.
+static inline int32_t gr_map(float v, float inv, float org)
 {
-    const float f = (v - origin) * inv;
-    if (!(f > 0.0f))
-        return 0;
-    if (f >= (float)(n - 1))
-        return n - 1;
-    return (int32_t)f;
+    float f = v * inv - org;
+    f = f > -GR_REACH ? f : -GR_REACH;
+    f = f < GR_REACH ? f : GR_REACH;
+    return (int32_t)floorf(f);
 }
 
 /// gr_map on the four coordinates of a box. With SSE the four are mapped at
-/// once without branches (this runs twice for every move): max with 0 and
-/// min with n - 1 are the same clamps, and truncation of the clamped value
-/// is the same floor, so both paths give the same cells.
+/// once without branches (this runs twice for every move): the same clamps,
+/// and truncation corrected down where it rounded a negative value up is
+/// the same floor, so both paths give the same cells.
 static inline gr_ibox gr_map_box(const gr_grid *g, qg_rect r)
 {
 #if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
-                                     _mm_setr_ps(g->ox, g->oy, g->ox, g->oy)),
-                          _mm_set1_ps(g->inv));
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_loadu_ps(g->limit));
+    __m128 f = _mm_sub_ps(_mm_mul_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y), _mm_set1_ps(g->inv)),
+                          _mm_loadu_ps(g->org));
+    f = _mm_min_ps(_mm_max_ps(f, _mm_set1_ps(-GR_REACH)), _mm_set1_ps(GR_REACH));
+    const __m128i t = _mm_cvttps_epi32(f);
+    const __m128i up = _mm_castps_si128(_mm_cmpgt_ps(_mm_cvtepi32_ps(t), f)); // -1 where t > f
     gr_ibox out;
-    _mm_storeu_si128((__m128i *)&out, _mm_cvttps_epi32(f));
+    _mm_storeu_si128((__m128i *)&out, _mm_add_epi32(t, up));
     return out;
 #else
-    return (gr_ibox){gr_map(r.min_x, g->ox, g->inv, g->cols), gr_map(r.min_y, g->oy, g->inv, g->nrows),
-                     gr_map(r.max_x, g->ox, g->inv, g->cols), gr_map(r.max_y, g->oy, g->inv, g->nrows)};
+    return (gr_ibox){gr_map(r.min_x, g->inv, g->org[0]), gr_map(r.min_y, g->inv, g->org[1]),
+                     gr_map(r.max_x, g->inv, g->org[0]), gr_map(r.max_y, g->inv, g->org[1])};
 #endif
 }
 
@@ -129,42 +160,97 @@ static inline bool gr_ibox_equal(gr_ibox a, gr_ibox b)
 #endif
 }
 
-static inline int64_t gr_ibox_cells(gr_ibox b)
+/// Distinct wrapped cells of the unwrapped range [a0, a1] on an axis of n.
+static inline int32_t gr_span(int32_t a0, int32_t a1, int32_t n)
 {
-    return (int64_t)(b.x1 - b.x0 + 1) * (b.y1 - b.y0 + 1);
+    const int32_t w = a1 - a0 + 1;
+    return w < n ? w : n;
 }
 
-/// The world box of cell (x, y), for drawing.
+static inline int64_t gr_ibox_cells(const gr_grid *g, gr_ibox b)
+{
+    return (int64_t)gr_span(b.x0, b.x1, g->cols) * gr_span(b.y0, b.y1, g->nrows);
+}
+
+/// Whether wrapped cell (x, y) is one of b's cells.
+static inline bool gr_in(const gr_grid *g, gr_ibox b, int32_t x, int32_t y)
+{
+    return ((x - b.x0) & g->mx) < gr_span(b.x0, b.x1, g->cols) &&
+           ((y - b.y0) & g->my) < gr_span(b.y0, b.y1, g->nrows);
+}
+
+/// 1 when the top-left corner of the overlap of two ranges starting at
+/// unwrapped cells a and b lies in wrapped cell x: max(a, b) wraps to x.
+/// Encoded as 2a + (a wraps to x), the bit of the larger code is the answer
+/// (equal starts wrap alike), so the pair loop needs one max per axis.
+static inline int32_t gr_key(int32_t a, int32_t x, int32_t mask)
+{
+    return 2 * a + ((a & mask) == x);
+}
+
+/// The world box of unwrapped cells [x, x + span) x [y, y + span), for
+/// drawing (saturated to finite floats).
+static inline float gr_world(const gr_grid *g, int32_t u, float org)
+{
+    double v = ((double)u + (double)org) * (double)g->cell;
+    v = v < -(double)FLT_MAX ? -(double)FLT_MAX : v;
+    v = v > (double)FLT_MAX ? (double)FLT_MAX : v;
+    return (float)v;
+}
+
 static inline qg_rect gr_cell_rect(const gr_grid *g, int32_t x, int32_t y, int32_t span)
 {
-    return (qg_rect){g->ox + (float)x * g->cell, g->oy + (float)y * g->cell, g->ox + (float)(x + span) * g->cell,
-                     g->oy + (float)(y + span) * g->cell};
+    return (qg_rect){gr_world(g, x, g->org[0]), gr_world(g, y, g->org[1]), gr_world(g, x + span, g->org[0]),
+                     gr_world(g, y + span, g->org[1])};
+}
+
+/// The unwrapped cell of wrapped x inside the bounds' window (for drawing).
+static inline int32_t gr_unwrap(int32_t x, int32_t home, int32_t mask)
+{
+    return home + ((x - home) & mask);
+}
+
+/// Whether a box with cell range b goes to the everywhere list.
+static inline bool gr_is_wide(const gr_grid *g, gr_ibox b)
+{
+    return gr_span(b.x0, b.x1, g->cols) == g->cols && gr_span(b.y0, b.y1, g->nrows) == g->nrows &&
+           g->cols * g->nrows >= GR_WIDE_MIN_CELLS;
 }
 
 /* ---- configuration ------------------------------------------------------ */
 
+/// Smallest power of two >= n, capped at GR_MAX_SIDE.
+static inline int32_t gr_side(double n)
+{
+    int32_t p = 1;
+    while (p < GR_MAX_SIDE && (double)p < n)
+        p *= 2;
+    return p;
+}
+
 /// Resolves cell_size: about GR_CELL_PER_ELEMENT x element_size, or
-/// bounds / GR_DEFAULT_SIDE, raised until the grid fits the limits.
+/// bounds / GR_DEFAULT_SIDE; a default may stretch by GR_CELL_STRETCH so
+/// the bounds fill whole powers of two. Never raised to fit the bounds in
+/// the grid: the world wraps instead, so huge bounds keep element-sized
+/// cells. Only raised so that 1 / cell is a finite normal float.
 static inline qg_status gr_configure(qg_config *c)
 {
-    const float w = c->bounds.max_x - c->bounds.min_x, h = c->bounds.max_y - c->bounds.min_y;
+    const double w = qg_extent(c->bounds.min_x, c->bounds.max_x), h = qg_extent(c->bounds.min_y, c->bounds.max_y);
     float cell = c->cell_size;
-    if (cell == 0.0f)
+    if (cell == 0.0f) {
         cell = c->element_size > 0.0f ? GR_CELL_PER_ELEMENT * c->element_size
                                       : qg_rect_extent(c->bounds) / (float)GR_DEFAULT_SIDE;
+        if (!isfinite(cell))
+            cell = FLT_MAX;
+        const double sx = gr_side(w / cell) / 2, sy = gr_side(h / cell) / 2;
+        const double stretched = fmax(w / fmax(sx, 1.0), h / fmax(sy, 1.0));
+        if (stretched > cell && stretched <= GR_CELL_STRETCH * cell && stretched < FLT_MAX)
+            cell = (float)stretched;
+    }
     if (!(cell > 0.0f) || !isfinite(cell))
         return QG_ERR_INVALID;
-    // Straight to the smallest cell that fits, then a few steps for rounding.
-    const double fit = fmax(fmax((double)w / GR_MAX_SIDE, (double)h / GR_MAX_SIDE),
-                            sqrt((double)w * (double)h / GR_MAX_CELLS));
-    if ((double)cell < fit)
-        cell = (float)fit;
-    for (int guard = 0; guard < 64; ++guard) {
-        const double cols = ceil((double)w / cell), rows = ceil((double)h / cell);
-        if (cols <= GR_MAX_SIDE && rows <= GR_MAX_SIDE && cols * rows <= GR_MAX_CELLS)
-            break;
-        cell *= 1.25f;
-    }
+    if (cell < 4.0f / FLT_MAX)
+        cell = 4.0f / FLT_MAX;
     c->cell_size = cell;
     return QG_OK;
 }
@@ -177,16 +263,21 @@ static inline void gr_row_reset_undo(gr_row *r)
 
 static inline qg_status gr_init(gr_grid *g, qg_alloc *alloc, const qg_config *c)
 {
-    const float w = c->bounds.max_x - c->bounds.min_x, h = c->bounds.max_y - c->bounds.min_y;
+    const qg_rect b = c->bounds;
     g->cell = c->cell_size;
     g->inv = 1.0f / c->cell_size;
-    g->ox = c->bounds.min_x;
-    g->oy = c->bounds.min_y;
-    double cols = ceil((double)w / c->cell_size), rows = ceil((double)h / c->cell_size);
-    g->cols = cols < 1 ? 1 : (int32_t)cols;
-    g->nrows = rows < 1 ? 1 : (int32_t)rows;
-    g->limit[0] = g->limit[2] = (float)(g->cols - 1);
-    g->limit[1] = g->limit[3] = (float)(g->nrows - 1);
+    g->cols = gr_side(qg_extent(b.min_x, b.max_x) / c->cell_size);
+    g->nrows = gr_side(qg_extent(b.min_y, b.max_y) / c->cell_size);
+    g->mx = g->cols - 1;
+    g->my = g->nrows - 1;
+    // The centre, in cells, computed in double (the sum of the bounds may
+    // overflow a float); then rounded once, as the map uses it.
+    const double cx = ((double)b.min_x + (double)b.max_x) * 0.5 * (double)g->inv;
+    const double cy = ((double)b.min_y + (double)b.max_y) * 0.5 * (double)g->inv;
+    g->org[0] = g->org[2] = (float)fmax(fmin(cx, (double)FLT_MAX), -(double)FLT_MAX);
+    g->org[1] = g->org[3] = (float)fmax(fmin(cy, (double)FLT_MAX), -(double)FLT_MAX);
+    g->home_x = gr_map(b.min_x, g->inv, g->org[0]);
+    g->home_y = gr_map(b.min_y, g->inv, g->org[1]);
     g->rows = qg_mem_alloc(alloc, (size_t)g->nrows * sizeof(gr_row));
     if (g->rows == NULL)
         return QG_ERR_NOMEM;
@@ -216,6 +307,8 @@ static inline void gr_destroy(gr_grid *g, qg_alloc *alloc)
         gr_row_release(alloc, g, &g->rows[y]);
     qg_mem_free(alloc, g->rows, (size_t)g->nrows * sizeof(gr_row));
     g->rows = NULL;
+    qg_array_free(alloc, (void **)&g->wide, &g->wide_capacity, sizeof(int32_t));
+    g->wide_count = 0;
 }
 
 /// Deferred upkeep: every row that removals left without nodes gives its
@@ -235,6 +328,7 @@ static inline void gr_cleanup(gr_grid *g, qg_alloc *alloc)
 /// Empties every list, keeping the rows' memory.
 static inline void gr_clear(gr_grid *g)
 {
+    g->wide_count = 0;
     for (int32_t y = 0; y < g->nrows; ++y) {
         gr_row *r = &g->rows[y];
         if (r->cells != NULL)
@@ -248,11 +342,11 @@ static inline void gr_clear(gr_grid *g)
 
 /* ---- grow first --------------------------------------------------------- */
 
-/// Gives back what gr_reserve grew in rows [y0, y1].
-static inline void gr_rollback(gr_grid *g, qg_alloc *alloc, int32_t y0, int32_t y1)
+/// Gives back what gr_reserve grew in the first `done` rows of b.
+static inline void gr_rollback(gr_grid *g, qg_alloc *alloc, gr_ibox b, int32_t done)
 {
-    for (int32_t y = y0; y <= y1; ++y) {
-        gr_row *r = &g->rows[y];
+    for (int32_t i = 0; i < done; ++i) {
+        gr_row *r = &g->rows[(b.y0 + i) & g->my];
         if (r->undo_capacity >= 0) {
             r->nodes = qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
                                      (size_t)r->undo_capacity * sizeof(qg_enode));
@@ -273,21 +367,21 @@ static inline void gr_rollback(gr_grid *g, qg_alloc *alloc, int32_t y0, int32_t 
 /// their own rollback record.
 static inline bool gr_reserve(gr_grid *g, qg_alloc *alloc, gr_ibox nb, const gr_ibox *ob)
 {
-    const int32_t width = nb.x1 - nb.x0 + 1;
-    int32_t overlap = 0;
-    if (ob != NULL) {
-        const int32_t a = nb.x0 > ob->x0 ? nb.x0 : ob->x0, b = nb.x1 < ob->x1 ? nb.x1 : ob->x1;
-        overlap = b >= a ? b - a + 1 : 0;
-    }
-    for (int32_t y = nb.y0; y <= nb.y1; ++y) {
+    const int32_t nx = gr_span(nb.x0, nb.x1, g->cols), ny = gr_span(nb.y0, nb.y1, g->nrows);
+    for (int32_t i = 0; i < ny; ++i) {
+        const int32_t y = (nb.y0 + i) & g->my;
         gr_row *r = &g->rows[y];
-        const int32_t need = (ob != NULL && y >= ob->y0 && y <= ob->y1) ? width - overlap : width;
+        int32_t need = nx;
+        if (ob != NULL && ((y - ob->y0) & g->my) < gr_span(ob->y0, ob->y1, g->nrows)) {
+            for (int32_t j = 0; j < nx; ++j)
+                need -= gr_in(g, *ob, (nb.x0 + j) & g->mx, y);
+        }
         if (need == 0)
             continue;
         if (r->cells == NULL) {
             r->cells = qg_mem_alloc(alloc, (size_t)g->cols * sizeof(int32_t));
             if (r->cells == NULL) {
-                gr_rollback(g, alloc, nb.y0, y);
+                gr_rollback(g, alloc, nb, i + 1);
                 return false;
             }
             memset(r->cells, 0xff, (size_t)g->cols * sizeof(int32_t));
@@ -304,7 +398,7 @@ static inline bool gr_reserve(gr_grid *g, qg_alloc *alloc, gr_ibox nb, const gr_
                                       : qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
                                                       (size_t)cap * sizeof(qg_enode));
             if (p == NULL) {
-                gr_rollback(g, alloc, nb.y0, y);
+                gr_rollback(g, alloc, nb, i + 1);
                 return false;
             }
             r->undo_capacity = r->capacity;
@@ -312,8 +406,8 @@ static inline bool gr_reserve(gr_grid *g, qg_alloc *alloc, gr_ibox nb, const gr_
             r->capacity = (int32_t)cap;
         }
     }
-    for (int32_t y = nb.y0; y <= nb.y1; ++y)
-        gr_row_reset_undo(&g->rows[y]);
+    for (int32_t i = 0; i < ny; ++i)
+        gr_row_reset_undo(&g->rows[(nb.y0 + i) & g->my]);
     return true;
 }
 
@@ -389,9 +483,12 @@ static inline bool gr_unlink(gr_row *r, int32_t x, qg_handle h)
 /// Links h into every cell of b (reserved). bits may be NULL.
 static inline void gr_link_box(gr_grid *g, gr_bits *bits, gr_ibox b, qg_handle h)
 {
-    for (int32_t y = b.y0; y <= b.y1; ++y) {
+    const int32_t nx = gr_span(b.x0, b.x1, g->cols), ny = gr_span(b.y0, b.y1, g->nrows);
+    for (int32_t i = 0; i < ny; ++i) {
+        const int32_t y = (b.y0 + i) & g->my;
         gr_row *r = &g->rows[y];
-        for (int32_t x = b.x0; x <= b.x1; ++x) {
+        for (int32_t j = 0; j < nx; ++j) {
+            const int32_t x = (b.x0 + j) & g->mx;
             if (gr_link(r, x, h) && bits != NULL)
                 gr_bits_set(bits, x, y);
         }
@@ -400,35 +497,39 @@ static inline void gr_link_box(gr_grid *g, gr_bits *bits, gr_ibox b, qg_handle h
 
 static inline void gr_unlink_box(gr_grid *g, gr_bits *bits, gr_ibox b, qg_handle h)
 {
-    for (int32_t y = b.y0; y <= b.y1; ++y) {
+    const int32_t nx = gr_span(b.x0, b.x1, g->cols), ny = gr_span(b.y0, b.y1, g->nrows);
+    for (int32_t i = 0; i < ny; ++i) {
+        const int32_t y = (b.y0 + i) & g->my;
         gr_row *r = &g->rows[y];
-        for (int32_t x = b.x0; x <= b.x1; ++x) {
+        for (int32_t j = 0; j < nx; ++j) {
+            const int32_t x = (b.x0 + j) & g->mx;
             if (gr_unlink(r, x, h) && bits != NULL)
                 gr_bits_clear(bits, x, y);
         }
     }
 }
 
-static inline bool gr_in(gr_ibox b, int32_t x, int32_t y)
-{
-    return x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1;
-}
-
 /// Moves h from the cells of ob to those of nb, touching only the cells in
 /// one and not the other (nb reserved against ob).
 static inline void gr_relink(gr_grid *g, gr_bits *bits, gr_ibox ob, gr_ibox nb, qg_handle h)
 {
-    for (int32_t y = ob.y0; y <= ob.y1; ++y) {
+    const int32_t onx = gr_span(ob.x0, ob.x1, g->cols), ony = gr_span(ob.y0, ob.y1, g->nrows);
+    for (int32_t i = 0; i < ony; ++i) {
+        const int32_t y = (ob.y0 + i) & g->my;
         gr_row *r = &g->rows[y];
-        for (int32_t x = ob.x0; x <= ob.x1; ++x) {
-            if (!gr_in(nb, x, y) && gr_unlink(r, x, h) && bits != NULL)
+        for (int32_t j = 0; j < onx; ++j) {
+            const int32_t x = (ob.x0 + j) & g->mx;
+            if (!gr_in(g, nb, x, y) && gr_unlink(r, x, h) && bits != NULL)
                 gr_bits_clear(bits, x, y);
         }
     }
-    for (int32_t y = nb.y0; y <= nb.y1; ++y) {
+    const int32_t nnx = gr_span(nb.x0, nb.x1, g->cols), nny = gr_span(nb.y0, nb.y1, g->nrows);
+    for (int32_t i = 0; i < nny; ++i) {
+        const int32_t y = (nb.y0 + i) & g->my;
         gr_row *r = &g->rows[y];
-        for (int32_t x = nb.x0; x <= nb.x1; ++x) {
-            if (!gr_in(ob, x, y) && gr_link(r, x, h) && bits != NULL)
+        for (int32_t j = 0; j < nnx; ++j) {
+            const int32_t x = (nb.x0 + j) & g->mx;
+            if (!gr_in(g, ob, x, y) && gr_link(r, x, h) && bits != NULL)
                 gr_bits_set(bits, x, y);
         }
     }
@@ -436,63 +537,162 @@ static inline void gr_relink(gr_grid *g, gr_bits *bits, gr_ibox ob, gr_ibox nb, 
 
 /* ---- kind operations shared by both grids -------------------------------- */
 
-static inline qg_status gr_insert(gr_grid *g, gr_bits *bits, qg_index *index, qg_handle h, qg_rect box)
+/// Takes h off the everywhere list (order kept deterministic: the last
+/// entry takes its place).
+static inline void gr_wide_remove(gr_grid *g, qg_handle h)
+{
+    for (int32_t i = 0; i < g->wide_count; ++i) {
+        if (g->wide[i] == h) {
+            g->wide[i] = g->wide[--g->wide_count];
+            return;
+        }
+    }
+}
+
+static inline qg_status gr_insert(gr_grid *g, gr_bits *bits, qg_index *index, qg_txn *txn, qg_handle h,
+                                  qg_rect box)
 {
     const gr_ibox b = gr_map_box(g, box);
+    if (gr_is_wide(g, b)) {
+        if (!qg_txn_reserve(txn, (void **)&g->wide, &g->wide_capacity, sizeof(int32_t), (int64_t)g->wide_count + 1))
+            return QG_ERR_NOMEM;
+        g->wide[g->wide_count++] = h;
+        return QG_OK;
+    }
     if (!gr_reserve(g, &index->alloc, b, NULL))
         return QG_ERR_NOMEM;
     gr_link_box(g, bits, b, h);
     return QG_OK;
 }
 
-static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_handle h, qg_rect box)
+static inline void gr_remove(gr_grid *g, gr_bits *bits, const qg_index *index, qg_handle h)
+{
+    const gr_ibox b = gr_map_box(g, index->boxes[h]);
+    if (gr_is_wide(g, b))
+        gr_wide_remove(g, h);
+    else
+        gr_unlink_box(g, bits, b, h);
+}
+
+static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_txn *txn, qg_handle h,
+                                qg_rect box)
 {
     const gr_ibox nb = gr_map_box(g, box);
     const gr_ibox ob = gr_map_box(g, index->boxes[h]);
     if (!gr_ibox_equal(ob, nb)) {
-        if (!gr_reserve(g, &index->alloc, nb, &ob))
-            return QG_ERR_NOMEM;
-        gr_relink(g, bits, ob, nb, h);
+        const bool ow = gr_is_wide(g, ob), nw = gr_is_wide(g, nb);
+        if (ow && nw) {
+            // still everywhere
+        } else if (nw) {
+            if (!qg_txn_reserve(txn, (void **)&g->wide, &g->wide_capacity, sizeof(int32_t),
+                                (int64_t)g->wide_count + 1))
+                return QG_ERR_NOMEM;
+            gr_unlink_box(g, bits, ob, h);
+            g->wide[g->wide_count++] = h;
+        } else if (ow) {
+            if (!gr_reserve(g, &index->alloc, nb, NULL))
+                return QG_ERR_NOMEM;
+            gr_wide_remove(g, h);
+            gr_link_box(g, bits, nb, h);
+        } else {
+            if (!gr_reserve(g, &index->alloc, nb, &ob))
+                return QG_ERR_NOMEM;
+            gr_relink(g, bits, ob, nb, h);
+        }
     }
     index->boxes[h] = box;
     return QG_OK;
 }
 
-/// Reports the elements of cell (x, y) that overlap area, each only in the
-/// cell holding the top-left corner of its overlap with the area: the cell
-/// (max(box x0, area x0), max(box y0, area y0)). In the area's first column
-/// or row that half of the test always holds. False when fn asked to stop.
+/// The everywhere list's part of a query. False when fn asked to stop.
+static inline bool gr_query_wide(const gr_grid *g, const qg_rect *boxes, qg_rect area, qg_query_fn *fn, void *user,
+                                 qg_query_stats *stats)
+{
+    stats->elements_tested += g->wide_count;
+    for (int32_t i = 0; i < g->wide_count; ++i) {
+        const qg_handle h = g->wide[i];
+        if (qg_overlaps(boxes[h], area) && !fn(h, user))
+            return false;
+    }
+    return true;
+}
+
+/// The everywhere list's pairs: among its elements, then each of them with
+/// every other live element (one pass over the boxes; an overlapping one is
+/// skipped when it is on the list too, as that pair came first). False
+/// when fn asked to stop.
+static inline bool gr_pairs_wide(const gr_grid *g, const qg_index *index, qg_pair_fn *fn, void *user,
+                                 qg_query_stats *stats)
+{
+    const qg_rect *boxes = index->boxes;
+    const int32_t w = g->wide_count;
+    for (int32_t i = 0; i < w; ++i) {
+        const qg_rect a = boxes[g->wide[i]];
+        for (int32_t j = i + 1; j < w; ++j) {
+            if (qg_overlaps(a, boxes[g->wide[j]]) && !qg_report_pair(fn, user, g->wide[i], g->wide[j]))
+                return false;
+        }
+    }
+    stats->elements_tested += (int64_t)w * (w - 1) / 2 + (int64_t)w * index->box_high;
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        const qg_rect b = boxes[h];
+        if (isnan(b.min_x))
+            continue;
+        bool listed = false, known = false;
+        for (int32_t i = 0; i < w; ++i) {
+            if (!qg_overlaps(boxes[g->wide[i]], b))
+                continue;
+            if (!known) {
+                listed = gr_is_wide(g, gr_map_box(g, b));
+                known = true;
+            }
+            if (!listed && !qg_report_pair(fn, user, g->wide[i], h))
+                return false;
+        }
+    }
+    return true;
+}
+
+/// Reports the elements of wrapped cell (x, y) that overlap area (whose
+/// unwrapped range is qb), each only in the cell of the top-left corner of
+/// its overlap with the area. False when fn asked to stop.
 static inline bool gr_query_cell(const gr_grid *g, const gr_row *r, int32_t x, int32_t y, gr_ibox qb,
                                  const qg_rect *boxes, qg_rect area, qg_query_fn *fn, void *user,
                                  qg_query_stats *stats)
 {
-    const bool first_col = x == qb.x0, first_row = y == qb.y0;
+    const int32_t qx = gr_key(qb.x0, x, g->mx), qy = gr_key(qb.y0, y, g->my);
     for (int32_t e = r->cells[x]; e >= 0; e = r->nodes[e].next) {
         const qg_handle h = r->nodes[e].element;
         const qg_rect b = boxes[h];
         stats->elements_tested++;
         if (!qg_overlaps(b, area))
             continue;
-        if ((first_col || gr_map(b.min_x, g->ox, g->inv, g->cols) == x) &&
-            (first_row || gr_map(b.min_y, g->oy, g->inv, g->nrows) == y) && !fn(h, user))
+        const gr_ibox bb = gr_map_box(g, b);
+        const int32_t kx = gr_key(bb.x0, x, g->mx), ky = gr_key(bb.y0, y, g->my);
+        if ((kx > qx ? kx : qx) & (ky > qy ? ky : qy) & 1 && !fn(h, user))
             return false;
     }
     return true;
 }
 
-/// QG_GRID's query: every cell of the area's range, row by row.
+/// QG_GRID's query: every wrapped cell of the area's range, row by row.
 static inline void gr_query(const gr_grid *g, const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
                             qg_query_stats *stats)
 {
+    if (!gr_query_wide(g, index->boxes, area, fn, user, stats))
+        return;
     const gr_ibox qb = gr_map_box(g, area);
-    for (int32_t y = qb.y0; y <= qb.y1; ++y) {
+    const int32_t nx = gr_span(qb.x0, qb.x1, g->cols), ny = gr_span(qb.y0, qb.y1, g->nrows);
+    for (int32_t i = 0; i < ny; ++i) {
+        const int32_t y = (qb.y0 + i) & g->my;
         const gr_row *r = &g->rows[y];
         if (r->cells == NULL) {
             stats->nodes_visited++; // one look at the row says all its cells are empty
             continue;
         }
-        stats->nodes_visited += qb.x1 - qb.x0 + 1;
-        for (int32_t x = qb.x0; x <= qb.x1; ++x) {
+        stats->nodes_visited += nx;
+        for (int32_t j = 0; j < nx; ++j) {
+            const int32_t x = (qb.x0 + j) & g->mx;
             if (r->cells[x] >= 0 && !gr_query_cell(g, r, x, y, qb, index->boxes, area, fn, user, stats))
                 return;
         }
@@ -506,16 +706,17 @@ static inline bool gr_pairs_long(const gr_grid *g, const gr_row *r, int32_t x, i
     for (int32_t e = r->cells[x]; e >= 0; e = r->nodes[e].next) {
         const qg_handle ha = r->nodes[e].element;
         const qg_rect a = boxes[ha];
-        const bool ax = gr_map(a.min_x, g->ox, g->inv, g->cols) == x;
-        const bool ay = gr_map(a.min_y, g->oy, g->inv, g->nrows) == y;
+        const gr_ibox ab = gr_map_box(g, a);
+        const int32_t ax = gr_key(ab.x0, x, g->mx), ay = gr_key(ab.y0, y, g->my);
         for (int32_t f = r->nodes[e].next; f >= 0; f = r->nodes[f].next) {
             const qg_handle hb = r->nodes[f].element;
             const qg_rect b = boxes[hb];
             stats->elements_tested++;
             if (!qg_overlaps(a, b))
                 continue;
-            if ((ax || gr_map(b.min_x, g->ox, g->inv, g->cols) == x) &&
-                (ay || gr_map(b.min_y, g->oy, g->inv, g->nrows) == y) && !qg_report_pair(fn, user, ha, hb))
+            const gr_ibox bb = gr_map_box(g, b);
+            const int32_t bx = gr_key(bb.x0, x, g->mx), by = gr_key(bb.y0, y, g->my);
+            if ((ax > bx ? ax : bx) & (ay > by ? ay : by) & 1 && !qg_report_pair(fn, user, ha, hb))
                 return false;
         }
     }
@@ -531,23 +732,25 @@ static inline bool gr_pairs_long(const gr_grid *g, const gr_row *r, int32_t x, i
 /// Element nodes gathered per batch in gr_pairs.
 #define GR_BATCH 512
 
-/// Pairs among the k elements of cell (x, y), gathered in ids.
+/// Pairs among the k elements of wrapped cell (x, y), gathered in ids.
 static inline bool gr_pairs_among(const gr_grid *g, int32_t x, int32_t y, const qg_handle *ids, int k,
                                   const qg_rect *boxes, qg_pair_fn *fn, void *user)
 {
     qg_rect rb[GR_GATHER];
-    unsigned home[GR_GATHER];
+    int32_t kx[GR_GATHER], ky[GR_GATHER];
     for (int i = 0; i < k; ++i) {
         const qg_rect b = boxes[ids[i]];
+        const gr_ibox bb = gr_map_box(g, b);
         rb[i] = b;
-        home[i] = (unsigned)(gr_map(b.min_x, g->ox, g->inv, g->cols) == x) |
-                  (unsigned)(gr_map(b.min_y, g->oy, g->inv, g->nrows) == y) << 1;
+        kx[i] = gr_key(bb.x0, x, g->mx);
+        ky[i] = gr_key(bb.y0, y, g->my);
     }
     for (int i = 0; i < k; ++i) {
         const qg_rect a = rb[i];
-        const unsigned ha = home[i];
+        const int32_t ax = kx[i], ay = ky[i];
         for (int j = i + 1; j < k; ++j) {
-            if (((ha | home[j]) == 3) & qg_overlaps(a, rb[j]) && !qg_report_pair(fn, user, ids[i], ids[j]))
+            const int32_t mx = ax > kx[j] ? ax : kx[j], my = ay > ky[j] ? ay : ky[j];
+            if ((mx & my & 1) & qg_overlaps(a, rb[j]) && !qg_report_pair(fn, user, ids[i], ids[j]))
                 return false;
         }
     }
@@ -555,15 +758,16 @@ static inline bool gr_pairs_among(const gr_grid *g, int32_t x, int32_t y, const 
 }
 
 /// Every overlapping pair once: rows in order, cells in order; a pair is
-/// reported only in the cell holding the top-left corner of the two boxes'
-/// overlap, i.e. where at least one box starts in this column and at least
-/// one starts in this row (`home` bits 0 and 1). The lists of a run of cells
-/// are gathered first, prefetching every element's box, so the boxes' cache
-/// misses overlap instead of queueing one behind the other.
+/// reported only in the wrapped cell of the top-left corner of the two
+/// boxes' overlap (gr_key). The lists of a run of cells are gathered first,
+/// prefetching every element's box, so the boxes' cache misses overlap
+/// instead of queueing one behind the other.
 static inline void gr_pairs(const gr_grid *g, const qg_index *index, qg_pair_fn *fn, void *user,
                             qg_query_stats *stats)
 {
     const qg_rect *boxes = index->boxes;
+    if (g->wide_count > 0 && !gr_pairs_wide(g, index, fn, user, stats))
+        return;
     qg_handle ids[GR_BATCH];
     int32_t cell_x[GR_BATCH / 2];
     int start[GR_BATCH / 2 + 1];
@@ -619,7 +823,8 @@ static inline int64_t gr_cell_length(const gr_row *r, int32_t x)
     return n;
 }
 
-/// Calls fn for every non-empty fine cell, depth `depth`.
+/// Calls fn for every non-empty fine cell, depth `depth`, drawn where it
+/// falls in the bounds' window.
 static inline void gr_visit_cells(const gr_grid *g, int depth, qg_visit_fn *fn, void *user)
 {
     for (int32_t y = 0; y < g->nrows; ++y) {
@@ -628,7 +833,8 @@ static inline void gr_visit_cells(const gr_grid *g, int depth, qg_visit_fn *fn, 
             continue;
         for (int32_t x = 0; x < g->cols; ++x) {
             if (r->cells[x] >= 0)
-                fn(gr_cell_rect(g, x, y, 1), depth, (int32_t)gr_cell_length(r, x), user);
+                fn(gr_cell_rect(g, gr_unwrap(x, g->home_x, g->mx), gr_unwrap(y, g->home_y, g->my), 1), depth,
+                   (int32_t)gr_cell_length(r, x), user);
         }
     }
 }
@@ -660,7 +866,8 @@ static inline uint64_t gr_elem_print(qg_handle h)
 /// rows' bytes. `bits` are checked by the caller.
 static inline bool gr_validate(const gr_grid *g, const qg_index *index, size_t *bytes)
 {
-    if (g->rows == NULL || g->cols < 1 || g->nrows < 1)
+    if (g->rows == NULL || g->cols < 1 || g->nrows < 1 || (g->cols & g->mx) != 0 || (g->nrows & g->my) != 0 ||
+        g->mx != g->cols - 1 || g->my != g->nrows - 1)
         return false;
     int64_t nodes_seen = 0;
     uint64_t print_nodes = 0;
@@ -706,23 +913,40 @@ static inline bool gr_validate(const gr_grid *g, const qg_index *index, size_t *
             return false;
         nodes_seen += in_row;
     }
-    int64_t expected = 0;
+    // The everywhere list: exactly the live wide elements, once each (a
+    // fingerprint again, as the list may be long).
+    if (g->wide_count < 0 || g->wide_count > g->wide_capacity || (g->wide_capacity > 0) != (g->wide != NULL))
+        return false;
+    uint64_t print_wide = 0, print_wide_live = 0;
+    for (int32_t i = 0; i < g->wide_count; ++i) {
+        const qg_handle h = g->wide[i];
+        if (!qg_slot_live(index, h) || !gr_is_wide(g, gr_map_box(g, index->boxes[h])))
+            return false;
+        print_wide += gr_elem_print(h);
+    }
+    int64_t expected = 0, wide_live = 0;
     uint64_t print_boxes = 0;
     for (qg_handle h = 0; h < index->box_high; ++h) {
         if (!qg_slot_live(index, h))
             continue;
         const gr_ibox ib = gr_map_box(g, index->boxes[h]);
-        expected += gr_ibox_cells(ib);
+        if (gr_is_wide(g, ib)) {
+            wide_live++;
+            print_wide_live += gr_elem_print(h);
+            continue;
+        }
+        expected += gr_ibox_cells(g, ib);
         uint64_t sx = 0, sy = 0;
-        for (int32_t x = ib.x0; x <= ib.x1; ++x)
-            sx += gr_mix((uint64_t)x, 2);
-        for (int32_t y = ib.y0; y <= ib.y1; ++y)
-            sy += gr_mix((uint64_t)y, 3);
+        for (int32_t j = 0, nx = gr_span(ib.x0, ib.x1, g->cols); j < nx; ++j)
+            sx += gr_mix((uint64_t)((ib.x0 + j) & g->mx), 2);
+        for (int32_t i = 0, ny = gr_span(ib.y0, ib.y1, g->nrows); i < ny; ++i)
+            sy += gr_mix((uint64_t)((ib.y0 + i) & g->my), 3);
         print_boxes += gr_elem_print(h) * sx * sy;
     }
-    if (expected != nodes_seen || print_nodes != print_boxes)
+    if (expected != nodes_seen || print_nodes != print_boxes || wide_live != g->wide_count ||
+        print_wide != print_wide_live)
         return false;
-    *bytes += b;
+    *bytes += b + (size_t)g->wide_capacity * sizeof(int32_t);
     return true;
 }
 

@@ -8,7 +8,9 @@
 //   occupied, as a hierarchical bitset: a level-1 word covers 8x8 fine cells
 //   (one bit each), a level-2 word covers 8x8 level-1 words (one bit per
 //   non-zero word), and so on up to one word. "Only the finest grid stores the
-//   element"; the coarse levels record occupied cells of the finer ones. The
+//   element"; the coarse levels record occupied cells of the finer ones.
+//   The fine grid is the torus of grid_rows.h (boxes outside the bounds
+//   wrap), so a query's range splits into up to four pieces inside it. The
 //   bits change only when a fine cell turns empty or occupied, and stop
 //   propagating at the first word that does not change between zero and
 //   non-zero, so they are exact after every insert, move, remove and clear.
@@ -99,22 +101,20 @@ static qg_status multi_grid_init(qg_index *index)
 
 static qg_status multi_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    (void)txn;
     multi_grid *mg = (multi_grid *)index;
-    return gr_insert(&mg->g, &mg->bits, index, h, box);
+    return gr_insert(&mg->g, &mg->bits, index, txn, h, box);
 }
 
 static void multi_grid_remove(qg_index *index, qg_handle h)
 {
     multi_grid *mg = (multi_grid *)index;
-    gr_unlink_box(&mg->g, &mg->bits, gr_map_box(&mg->g, index->boxes[h]), h);
+    gr_remove(&mg->g, &mg->bits, index, h);
 }
 
 static qg_status multi_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    (void)txn;
     multi_grid *mg = (multi_grid *)index;
-    return gr_move(&mg->g, &mg->bits, index, h, box);
+    return gr_move(&mg->g, &mg->bits, index, txn, h, box);
 }
 
 static void multi_grid_cleanup(qg_index *index)
@@ -135,7 +135,8 @@ typedef struct mg_query {
     const multi_grid *mg;
     const qg_rect *boxes;
     qg_rect area;
-    gr_ibox qb; ///< the area's fine-cell range
+    gr_ibox qu; ///< the area's unwrapped fine-cell range (for the report rule)
+    gr_ibox qb; ///< one wrapped piece of it, inside the grid
     qg_query_fn *fn;
     void *user;
     qg_query_stats *stats;
@@ -175,7 +176,7 @@ static bool mg_descend(const mg_query *q, int l, int32_t wx, int32_t wy)
         if (l == 1) {
             q->stats->nodes_visited++;
             const gr_row *r = &q->mg->g.rows[cy];
-            if (!gr_query_cell(&q->mg->g, r, cx, cy, q->qb, q->boxes, q->area, q->fn, q->user, q->stats))
+            if (!gr_query_cell(&q->mg->g, r, cx, cy, q->qu, q->boxes, q->area, q->fn, q->user, q->stats))
                 return false;
         } else if (!mg_descend(q, l - 1, cx, cy)) {
             return false;
@@ -184,17 +185,43 @@ static bool mg_descend(const mg_query *q, int l, int32_t wx, int32_t wy)
     return true;
 }
 
+/// The wrapped pieces of the unwrapped range [a0, a1] on an axis of n
+/// cells: one, or two where it crosses the grid's edge. Returns the count.
+static int mg_pieces(int32_t a0, int32_t a1, int32_t n, int32_t lo[2], int32_t hi[2])
+{
+    const int32_t w = gr_span(a0, a1, n), s = a0 & (n - 1);
+    lo[0] = s;
+    if (s + w <= n) {
+        hi[0] = s + w - 1;
+        return 1;
+    }
+    hi[0] = n - 1;
+    lo[1] = 0;
+    hi[1] = s + w - 1 - n;
+    return 2;
+}
+
 static void multi_grid_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
                              qg_query_stats *stats)
 {
     const multi_grid *mg = (const multi_grid *)index;
-    const mg_query q = {mg, index->boxes, area, gr_map_box(&mg->g, area), fn, user, stats};
+    const gr_ibox qu = gr_map_box(&mg->g, area);
+    if (!gr_query_wide(&mg->g, index->boxes, area, fn, user, stats))
+        return;
+    mg_query q = {mg, index->boxes, area, qu, qu, fn, user, stats};
+    int32_t xl[2], xh[2], yl[2], yh[2];
+    const int nx = mg_pieces(qu.x0, qu.x1, mg->g.cols, xl, xh), ny = mg_pieces(qu.y0, qu.y1, mg->g.nrows, yl, yh);
     const int top = mg->bits.count;
     const int shift = 3 * top;
-    for (int32_t wy = q.qb.y0 >> shift; wy <= q.qb.y1 >> shift; ++wy) {
-        for (int32_t wx = q.qb.x0 >> shift; wx <= q.qb.x1 >> shift; ++wx) {
-            if (!mg_descend(&q, top, wx, wy))
-                return;
+    for (int py = 0; py < ny; ++py) {
+        for (int px = 0; px < nx; ++px) {
+            q.qb = (gr_ibox){xl[px], yl[py], xh[px], yh[py]};
+            for (int32_t wy = q.qb.y0 >> shift; wy <= q.qb.y1 >> shift; ++wy) {
+                for (int32_t wx = q.qb.x0 >> shift; wx <= q.qb.x1 >> shift; ++wx) {
+                    if (!mg_descend(&q, top, wx, wy))
+                        return;
+                }
+            }
         }
     }
 }
@@ -228,7 +255,9 @@ static void multi_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
             for (int32_t x = 0; x < lv->cols; ++x) {
                 const uint64_t w = lv->words[(size_t)y * (size_t)lv->cols + (size_t)x];
                 if (w != 0)
-                    fn(gr_cell_rect(&mg->g, x * span, y * span, span), mg->bits.count - l, mg_popcount(w), user);
+                    fn(gr_cell_rect(&mg->g, gr_unwrap(x * span, mg->g.home_x, mg->g.mx),
+                                    gr_unwrap(y * span, mg->g.home_y, mg->g.my), span),
+                       mg->bits.count - l, mg_popcount(w), user);
             }
         }
     }

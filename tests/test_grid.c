@@ -1,9 +1,12 @@
 /* QG_GRID's own invariants, through the public header: row memory given back
- * and taken again, moves inside a cell range that touch nothing, clamping to
- * border cells, big boxes, exact rollback of multi-row growth, cells visited
- * by a query, and the stats. */
+ * and taken again, moves inside a cell range that touch nothing, boxes
+ * outside the bounds wrapping onto the torus, big boxes and the everywhere
+ * list, exact rollback of multi-row growth, cells visited by a query, the
+ * stats, and the outside / huge / tiny sequences of issue 11 against the
+ * brute-force kind. */
 #include "test_util.h"
 
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,7 +140,7 @@ static void test_move_in_place(void **state)
     close_grid(&f);
 }
 
-/* Boxes outside the bounds clamp to the border cells and are found. */
+/* Boxes outside the bounds wrap onto the torus and are found, once. */
 static void test_outside_bounds(void **state)
 {
     (void)state;
@@ -152,6 +155,18 @@ static void test_outside_bounds(void **state)
     assert_int_equal(count_query(f.idx, tu_rect(-INFINITY, -INFINITY, INFINITY, INFINITY)), 5);
     assert_int_equal(count_query(f.idx, tu_rect(4000, 4000, 6000, 6000)), 2);
     assert_int_equal(count_pairs(f.idx), 4);
+    /* A box from another wrap of the same cells is not a pair: cell
+     * (2, 2) + 64 cells is (1056, 1056), the same wrapped cell as (32, 32). */
+    qg_handle a = qg_insert(f.idx, tu_rect(33, 33, 34, 34));
+    qg_handle b = qg_insert(f.idx, tu_rect(1057, 1057, 1058, 1058));
+    assert_true(a >= 0 && b >= 0);
+    assert_int_equal(count_pairs(f.idx), 4 + 2); /* both with the 1e30 box */
+    assert_int_equal(count_query(f.idx, tu_rect(30, 30, 40, 40)), 2);
+    /* Boxes across the wrap seam overlap once. */
+    assert_int_equal(qg_move(f.idx, a, tu_rect(1020, 1020, 1040, 1040)), QG_OK);
+    assert_int_equal(qg_move(f.idx, b, tu_rect(1030, 1030, 1060, 1060)), QG_OK);
+    assert_int_equal(count_pairs(f.idx), 4 + 2 + 1);
+    assert_int_equal(count_query(f.idx, tu_rect(1035, 1035, 1035, 1035)), 3);
     close_grid(&f);
 }
 
@@ -162,16 +177,68 @@ static void test_big_box(void **state)
     fx f;
     open_grid(&f, 16);
     const size_t before = qg_get_stats(f.idx).memory_bytes;
-    qg_handle big = qg_insert(f.idx, tu_rect(0, 0, 1023, 1023));
+    qg_handle big = qg_insert(f.idx, tu_rect(0, 0, 1000, 1000));
     assert_true(big >= 0);
-    /* 4096 nodes of 8 bytes and 64 rows of 64 cells, at least. */
-    assert_true(qg_get_stats(f.idx).memory_bytes >= before + 4096 * 8 + 4096 * 4);
+    /* 63x63 cells: that many nodes of 8 bytes and 63 rows of 64 cells, at least. */
+    assert_true(qg_get_stats(f.idx).memory_bytes >= before + 63 * 63 * 8 + 63 * 64 * 4);
     for (int i = 0; i < 50; i++)
         qg_insert(f.idx, tu_rect((float)i * 20, (float)i * 20, (float)i * 20 + 3, (float)i * 20 + 3));
     assert_int_equal(count_pairs(f.idx), 50);
     assert_int_equal(count_query(f.idx, tu_rect(10, 10, 600, 600)), 1 + 30);
     assert_int_equal(qg_remove(f.idx, big), QG_OK);
     assert_int_equal(count_pairs(f.idx), 0);
+    close_grid(&f);
+}
+
+/* A box covering every cell of the torus goes to the everywhere list: no
+ * nodes, found once by queries and pairs; moves in and out of the list keep
+ * the answers exact and fail cleanly. */
+static void test_everywhere(void **state)
+{
+    (void)state;
+    fx f;
+    open_grid(&f, 16);
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(qg_insert(f.idx, tu_rect((float)i * 25, 7, (float)i * 25 + 3, 10)), i);
+    qg_cleanup(f.idx);
+    const size_t before = qg_get_stats(f.idx).memory_bytes;
+    qg_handle w = qg_insert(f.idx, tu_rect(-1e30f, -5, 1e30f, 3000)); /* every wrapped cell */
+    assert_true(w >= 0);
+    assert_true(qg_get_stats(f.idx).memory_bytes <= before + 64); /* the list's first block */
+    qg_handle w2 = qg_insert(f.idx, tu_rect(-2000, -2000, 2000, 2000));
+    assert_true(w2 >= 0);
+    assert_int_equal(count_pairs(f.idx), 40 + 40 + 1);
+    assert_int_equal(count_query(f.idx, tu_rect(1, 8, 1, 8)), 3);
+    assert_int_equal(count_query(f.idx, tu_rect(-INFINITY, 100, INFINITY, 200)), 2);
+    assert_int_equal(qg_validate(f.idx), QG_OK);
+    /* Out of the list into cells, with every allocation failing first. */
+    f.a.mode = TU_FAIL_EACH_CALL;
+    f.a.failing = true;
+    const size_t full = qg_get_stats(f.idx).memory_bytes;
+    assert_int_equal(qg_move(f.idx, w, tu_rect(0, 500, 1000, 600)), QG_ERR_NOMEM);
+    assert_int_equal(qg_get_stats(f.idx).memory_bytes, full);
+    f.a.failing = false;
+    assert_int_equal(qg_validate(f.idx), QG_OK);
+    assert_int_equal(count_pairs(f.idx), 40 + 40 + 1);
+    assert_int_equal(qg_move(f.idx, w, tu_rect(0, 5, 1000, 600)), QG_OK);
+    assert_int_equal(count_pairs(f.idx), 40 + 40 + 1);
+    /* Into the list from cells, failing first (the list is full). */
+    assert_int_equal(qg_remove(f.idx, w2), QG_OK);
+    assert_int_equal(qg_move(f.idx, w, tu_rect(-1e30f, -1e30f, 1e30f, 1e30f)), QG_OK);
+    w2 = qg_insert(f.idx, tu_rect(-2000, -2000, 2000, 2000));
+    qg_handle w3 = qg_insert(f.idx, tu_rect(1, 1, 1, 1));
+    f.a.failing = true;
+    qg_status st = qg_move(f.idx, w3, tu_rect(-3000, -3000, 3000, 3000));
+    f.a.failing = false;
+    assert_true(st == QG_OK || st == QG_ERR_NOMEM);
+    assert_int_equal(qg_validate(f.idx), QG_OK);
+    assert_int_equal(qg_move(f.idx, w3, tu_rect(-3000, -3000, 3000, 3000)), QG_OK);
+    assert_int_equal(count_pairs(f.idx), 3 * 40 + 3);
+    assert_int_equal(qg_remove(f.idx, w), QG_OK);
+    assert_int_equal(count_pairs(f.idx), 2 * 40 + 1);
+    qg_clear(f.idx);
+    assert_int_equal(count_pairs(f.idx), 0);
+    assert_int_equal(count_query(f.idx, tu_rect(-INFINITY, -INFINITY, INFINITY, INFINITY)), 0);
     close_grid(&f);
 }
 
@@ -293,6 +360,264 @@ static void test_defaults(void **state)
     qg_destroy(idx);
 }
 
+
+/* ---- issue 11: bounds are a hint ----------------------------------------
+ * Outside-heavy, huge-bounds and tiny-world sequences run side by side with
+ * the brute-force kind: same pairs and query answers, qg_validate after
+ * every step; every insert and move also runs once with its allocations
+ * failing, which must answer QG_ERR_NOMEM (or succeed without allocating)
+ * and change nothing. */
+
+typedef struct sc_world {
+    qg_rect bounds;
+    float element_size;
+    float lo, hi; /* where the boxes go, per axis */
+    float size;   /* typical width */
+    float scale;  /* every coordinate is multiplied by this (exact: a power of two) */
+} sc_world;
+
+/* A double to the nearest finite float (boxes must stay finite). */
+static float sc_fl(double v)
+{
+    return v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+static qg_rect sc_box(tu_rng *r, const sc_world *w)
+{
+    const double u = tu_rng_unit(r);
+    float side = w->size * (0.2f + 1.6f * (float)tu_rng_unit(r));
+    if (u < 0.03)
+        side = 0.0f; /* points */
+    else if (u < 0.06)
+        side = w->size * 40.0f; /* big */
+    else if (u < 0.075)
+        side = (w->hi - w->lo) * 1.5f; /* wider than the whole scene */
+    const float x = w->lo + (w->hi - w->lo) * (float)tu_rng_unit(r);
+    const float y = w->lo + (w->hi - w->lo) * (float)tu_rng_unit(r);
+    return tu_rect(sc_fl((double)x * w->scale), sc_fl((double)y * w->scale), sc_fl(((double)x + side) * w->scale),
+                   sc_fl(((double)y + side) * w->scale));
+}
+
+static void sc_sorted_query(const qg_index *idx, qg_rect area, tu_vec *out)
+{
+    tu_collect c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_query(idx, area, tu_collect_query, &c), QG_OK);
+    tu_vec_sort(&c.out);
+    int64_t dup;
+    assert_false(tu_vec_has_dup(&c.out, &dup));
+    *out = c.out;
+}
+
+static void sc_sorted_pairs(const qg_index *idx, tu_vec *out)
+{
+    tu_collect c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_pairs(idx, tu_collect_pair, &c), QG_OK);
+    assert_int_equal(c.bad_order, 0);
+    tu_vec_sort(&c.out);
+    int64_t dup;
+    assert_false(tu_vec_has_dup(&c.out, &dup));
+    *out = c.out;
+}
+
+static void sc_same(const qg_index *idx, const qg_index *ref, tu_rng *r, const sc_world *w)
+{
+    assert_int_equal(qg_validate(idx), QG_OK);
+    tu_vec a, b;
+    sc_sorted_pairs(idx, &a);
+    sc_sorted_pairs(ref, &b);
+    assert_int_equal(a.n, b.n);
+    assert_int_equal(tu_vec_first_diff(&a, &b), -1);
+    tu_vec_free(&a);
+    tu_vec_free(&b);
+    for (int q = 0; q < 6; q++) {
+        qg_rect area = sc_box(r, w);
+        if (q == 0)
+            area = tu_rect(-INFINITY, -INFINITY, INFINITY, INFINITY);
+        else if (q == 1)
+            area = tu_rect(area.min_x, -INFINITY, area.max_x, area.max_y);
+        else if (q == 2)
+            area.max_x = area.min_x, area.max_y = area.min_y;
+        sc_sorted_query(idx, area, &a);
+        sc_sorted_query(ref, area, &b);
+        assert_int_equal(a.n, b.n);
+        assert_int_equal(tu_vec_first_diff(&a, &b), -1);
+        tu_vec_free(&a);
+        tu_vec_free(&b);
+    }
+}
+
+/* One call with every allocation failing: QG_ERR_NOMEM and nothing changed,
+ * or success. Returns the call's status. */
+static qg_status sc_failing(qg_index *idx, tu_alloc *a, bool insert, qg_handle h, qg_rect box)
+{
+    tu_snapshot before, after;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    tu_snapshot_take(idx, 64, &before);
+    const size_t bytes = qg_get_stats(idx).memory_bytes;
+    a->failing = true;
+    qg_status s = insert ? (qg_status)qg_insert(idx, box) : qg_move(idx, h, box);
+    a->failing = false;
+    if (s == QG_ERR_NOMEM) {
+        tu_snapshot_take(idx, 64, &after);
+        char msg[200];
+        if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
+            fail_msg("failed %s changed the index: %s", insert ? "insert" : "move", msg);
+        tu_snapshot_free(&after);
+        assert_int_equal(qg_get_stats(idx).memory_bytes, bytes);
+        assert_int_equal(a->bytes, bytes);
+        assert_int_equal(qg_validate(idx), QG_OK);
+    } else {
+        assert_true(s >= 0);
+    }
+    tu_snapshot_free(&before);
+    return s;
+}
+
+static void sc_run(qg_kind kind, const sc_world *w, uint64_t seed)
+{
+    tu_alloc a;
+    tu_alloc_init(&a);
+    a.mode = TU_FAIL_EACH_CALL;
+    qg_config c = qg_default_config(kind);
+    c.bounds = w->bounds;
+    c.element_size = w->element_size;
+    c.allocator = tu_allocator(&a);
+    qg_index *idx, *ref;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    qg_config rc = qg_default_config(QG_BRUTE_FORCE);
+    rc.bounds = w->bounds;
+    assert_int_equal(qg_create(&rc, &ref), QG_OK);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    enum { N = 240 };
+    qg_handle hs[N];
+    bool live[N];
+    long nomem = 0;
+    for (int i = 0; i < N; i++) {
+        const qg_rect b = sc_box(&r, w);
+        if (i % 8 == 0) {
+            const qg_status s = sc_failing(idx, &a, true, 0, b);
+            if (s >= 0) { /* went through without allocating */
+                hs[i] = (qg_handle)s;
+                assert_int_equal(qg_insert(ref, b), hs[i]);
+                live[i] = true;
+                continue;
+            }
+            nomem++;
+        }
+        hs[i] = qg_insert(idx, b);
+        assert_true(hs[i] >= 0);
+        assert_int_equal(qg_insert(ref, b), hs[i]);
+        live[i] = true;
+    }
+    qg_cleanup(idx);
+    sc_same(idx, ref, &r, w);
+    for (int step = 0; step < 24; step++) {
+        for (int i = 0; i < N; i++) {
+            if (!tu_rng_chance(&r, 0.3))
+                continue;
+            if (!live[i]) {
+                hs[i] = qg_insert(idx, sc_box(&r, w));
+                assert_true(hs[i] >= 0);
+                qg_rect b;
+                assert_int_equal(qg_get(idx, hs[i], &b), QG_OK);
+                assert_int_equal(qg_insert(ref, b), hs[i]);
+                live[i] = true;
+            } else if (tu_rng_chance(&r, 0.1)) {
+                assert_int_equal(qg_remove(idx, hs[i]), QG_OK);
+                assert_int_equal(qg_remove(ref, hs[i]), QG_OK);
+                live[i] = false;
+            } else {
+                const qg_rect b = sc_box(&r, w);
+                if (tu_rng_chance(&r, 0.2)) {
+                    const qg_status s = sc_failing(idx, &a, false, hs[i], b);
+                    if (s == QG_OK) {
+                        assert_int_equal(qg_move(ref, hs[i], b), QG_OK);
+                        continue;
+                    }
+                    nomem++;
+                }
+                assert_int_equal(qg_move(idx, hs[i], b), QG_OK);
+                assert_int_equal(qg_move(ref, hs[i], b), QG_OK);
+            }
+        }
+        if (step % 3 != 2)
+            qg_cleanup(idx);
+        sc_same(idx, ref, &r, w);
+    }
+    assert_true(nomem > 0); /* the sequence did allocate */
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
+    qg_destroy(idx);
+    qg_destroy(ref);
+    assert_int_equal(a.bytes, 0);
+    assert_int_equal(a.errors, 0);
+}
+
+static const sc_world sc_worlds[] = {
+    /* outside: the default bounds in the middle of a world 9x as wide */
+    {{0, 0, 1024, 1024}, 5, -4096, 5120, 5, 1},
+    /* outside, and the bounds far from the origin and the boxes */
+    {{1e6f, 1e6f, 1e6f + 512, 1e6f + 512}, 5, -3000, 3000, 5, 1},
+    /* huge: bounds near FLT_MAX, boxes in a small corner of them */
+    {{-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f * 5, 0, 2000, 5, 0x1p100f},
+    /* huge bounds with boxes spread over them */
+    {{-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f * 5, -1.5e8f, 1.5e8f, 1e6f, 0x1p100f},
+    /* tiny: all normal floats, extent ~1e-27 */
+    {{0, 0, 2000 * 0x1p-100f, 2000 * 0x1p-100f}, 5 * 0x1p-100f, 0, 2000, 5, 0x1p-100f},
+    /* tiny bounds, and boxes outside them */
+    {{0, 0, 1e-30f, 1e-30f}, 0, -1e-29f, 1e-29f, 1e-32f, 1},
+};
+
+static void sc_all(qg_kind kind)
+{
+    for (size_t i = 0; i < sizeof sc_worlds / sizeof *sc_worlds; i++)
+        sc_run(kind, &sc_worlds[i], 1000 + i);
+}
+
+static void test_scenes(void **state)
+{
+    (void)state;
+    sc_all(QG_GRID);
+}
+
+/* Huge bounds keep cells of the element size (the world wraps), tiny worlds
+ * keep working. */
+static void test_huge_tiny_cells(void **state)
+{
+    (void)state;
+    qg_config c = qg_default_config(QG_GRID);
+    c.bounds = tu_rect(-3e38f, -3e38f, 3e38f, 3e38f);
+    c.element_size = 5 * 0x1p100f;
+    qg_index *idx;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    /* 100 boxes in a row, each in its own cells: no cell holds two. */
+    for (int i = 0; i < 100; i++)
+        assert_true(qg_insert(idx, tu_rect((float)i * 0x1p106f, 0, (float)i * 0x1p106f + 0x1p100f, 0x1p100f)) >= 0);
+    qg_query_stats st;
+    tu_collect col;
+    memset(&col, 0, sizeof col);
+    assert_int_equal(qg_pairs_with_stats(idx, tu_collect_pair, &col, &st), QG_OK);
+    assert_int_equal(col.out.n, 0);
+    assert_int_equal(st.elements_tested, 0);
+    tu_vec_free(&col.out);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+    c.bounds = tu_rect(0, 0, 1e-30f, 1e-30f);
+    c.element_size = 0;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).nodes, 128 * 128);
+    assert_true(qg_insert(idx, tu_rect(0, 0, 1e-33f, 1e-33f)) >= 0);
+    assert_true(qg_insert(idx, tu_rect(5e-31f, 5e-31f, 6e-31f, 6e-31f)) >= 0);
+    assert_int_equal(count_pairs(idx), 0);
+    assert_int_equal(count_query(idx, tu_rect(5.5e-31f, 5.5e-31f, 5.5e-31f, 5.5e-31f)), 1);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,7 +625,8 @@ int main(void)
         cmocka_unit_test(test_move_in_place),     cmocka_unit_test(test_outside_bounds),
         cmocka_unit_test(test_big_box),           cmocka_unit_test(test_multi_row_rollback),
         cmocka_unit_test(test_cells_visited),     cmocka_unit_test(test_clear),
-        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_everywhere),
+        cmocka_unit_test(test_scenes),            cmocka_unit_test(test_huge_tiny_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

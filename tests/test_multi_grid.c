@@ -1,9 +1,12 @@
 /* QG_MULTI_GRID's own invariants, through the public header: the coarse
  * occupancy levels stay exact under churn (qg_validate checks every bit), a
  * large query on a sparse world looks at far fewer cells than QG_GRID with
- * the same answers, and the stats and visit show every level. */
+ * the same answers, the stats and visit show every level, and the outside /
+ * huge / tiny sequences of issue 11 (queries split where they wrap) match
+ * the brute-force kind. */
 #include "test_util.h"
 
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -180,6 +183,230 @@ static void test_empty_query(void **state)
     close_kind(idx, &a);
 }
 
+
+/* ---- issue 11: bounds are a hint ----------------------------------------
+ * Outside-heavy, huge-bounds and tiny-world sequences run side by side with
+ * the brute-force kind: same pairs and query answers, qg_validate after
+ * every step; every insert and move also runs once with its allocations
+ * failing, which must answer QG_ERR_NOMEM (or succeed without allocating)
+ * and change nothing. */
+
+typedef struct sc_world {
+    qg_rect bounds;
+    float element_size;
+    float lo, hi; /* where the boxes go, per axis */
+    float size;   /* typical width */
+    float scale;  /* every coordinate is multiplied by this (exact: a power of two) */
+} sc_world;
+
+/* A double to the nearest finite float (boxes must stay finite). */
+static float sc_fl(double v)
+{
+    return v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+static qg_rect sc_box(tu_rng *r, const sc_world *w)
+{
+    const double u = tu_rng_unit(r);
+    float side = w->size * (0.2f + 1.6f * (float)tu_rng_unit(r));
+    if (u < 0.03)
+        side = 0.0f; /* points */
+    else if (u < 0.06)
+        side = w->size * 40.0f; /* big */
+    else if (u < 0.075)
+        side = (w->hi - w->lo) * 1.5f; /* wider than the whole scene */
+    const float x = w->lo + (w->hi - w->lo) * (float)tu_rng_unit(r);
+    const float y = w->lo + (w->hi - w->lo) * (float)tu_rng_unit(r);
+    return tu_rect(sc_fl((double)x * w->scale), sc_fl((double)y * w->scale), sc_fl(((double)x + side) * w->scale),
+                   sc_fl(((double)y + side) * w->scale));
+}
+
+static void sc_sorted_query(const qg_index *idx, qg_rect area, tu_vec *out)
+{
+    tu_collect c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_query(idx, area, tu_collect_query, &c), QG_OK);
+    tu_vec_sort(&c.out);
+    int64_t dup;
+    assert_false(tu_vec_has_dup(&c.out, &dup));
+    *out = c.out;
+}
+
+static void sc_sorted_pairs(const qg_index *idx, tu_vec *out)
+{
+    tu_collect c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_pairs(idx, tu_collect_pair, &c), QG_OK);
+    assert_int_equal(c.bad_order, 0);
+    tu_vec_sort(&c.out);
+    int64_t dup;
+    assert_false(tu_vec_has_dup(&c.out, &dup));
+    *out = c.out;
+}
+
+static void sc_same(const qg_index *idx, const qg_index *ref, tu_rng *r, const sc_world *w)
+{
+    assert_int_equal(qg_validate(idx), QG_OK);
+    tu_vec a, b;
+    sc_sorted_pairs(idx, &a);
+    sc_sorted_pairs(ref, &b);
+    assert_int_equal(a.n, b.n);
+    assert_int_equal(tu_vec_first_diff(&a, &b), -1);
+    tu_vec_free(&a);
+    tu_vec_free(&b);
+    for (int q = 0; q < 6; q++) {
+        qg_rect area = sc_box(r, w);
+        if (q == 0)
+            area = tu_rect(-INFINITY, -INFINITY, INFINITY, INFINITY);
+        else if (q == 1)
+            area = tu_rect(area.min_x, -INFINITY, area.max_x, area.max_y);
+        else if (q == 2)
+            area.max_x = area.min_x, area.max_y = area.min_y;
+        sc_sorted_query(idx, area, &a);
+        sc_sorted_query(ref, area, &b);
+        assert_int_equal(a.n, b.n);
+        assert_int_equal(tu_vec_first_diff(&a, &b), -1);
+        tu_vec_free(&a);
+        tu_vec_free(&b);
+    }
+}
+
+/* One call with every allocation failing: QG_ERR_NOMEM and nothing changed,
+ * or success. Returns the call's status. */
+static qg_status sc_failing(qg_index *idx, tu_alloc *a, bool insert, qg_handle h, qg_rect box)
+{
+    tu_snapshot before, after;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    tu_snapshot_take(idx, 64, &before);
+    const size_t bytes = qg_get_stats(idx).memory_bytes;
+    a->failing = true;
+    qg_status s = insert ? (qg_status)qg_insert(idx, box) : qg_move(idx, h, box);
+    a->failing = false;
+    if (s == QG_ERR_NOMEM) {
+        tu_snapshot_take(idx, 64, &after);
+        char msg[200];
+        if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
+            fail_msg("failed %s changed the index: %s", insert ? "insert" : "move", msg);
+        tu_snapshot_free(&after);
+        assert_int_equal(qg_get_stats(idx).memory_bytes, bytes);
+        assert_int_equal(a->bytes, bytes);
+        assert_int_equal(qg_validate(idx), QG_OK);
+    } else {
+        assert_true(s >= 0);
+    }
+    tu_snapshot_free(&before);
+    return s;
+}
+
+static void sc_run(qg_kind kind, const sc_world *w, uint64_t seed)
+{
+    tu_alloc a;
+    tu_alloc_init(&a);
+    a.mode = TU_FAIL_EACH_CALL;
+    qg_config c = qg_default_config(kind);
+    c.bounds = w->bounds;
+    c.element_size = w->element_size;
+    c.allocator = tu_allocator(&a);
+    qg_index *idx, *ref;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    qg_config rc = qg_default_config(QG_BRUTE_FORCE);
+    rc.bounds = w->bounds;
+    assert_int_equal(qg_create(&rc, &ref), QG_OK);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    enum { N = 240 };
+    qg_handle hs[N];
+    bool live[N];
+    long nomem = 0;
+    for (int i = 0; i < N; i++) {
+        const qg_rect b = sc_box(&r, w);
+        if (i % 8 == 0) {
+            const qg_status s = sc_failing(idx, &a, true, 0, b);
+            if (s >= 0) { /* went through without allocating */
+                hs[i] = (qg_handle)s;
+                assert_int_equal(qg_insert(ref, b), hs[i]);
+                live[i] = true;
+                continue;
+            }
+            nomem++;
+        }
+        hs[i] = qg_insert(idx, b);
+        assert_true(hs[i] >= 0);
+        assert_int_equal(qg_insert(ref, b), hs[i]);
+        live[i] = true;
+    }
+    qg_cleanup(idx);
+    sc_same(idx, ref, &r, w);
+    for (int step = 0; step < 24; step++) {
+        for (int i = 0; i < N; i++) {
+            if (!tu_rng_chance(&r, 0.3))
+                continue;
+            if (!live[i]) {
+                hs[i] = qg_insert(idx, sc_box(&r, w));
+                assert_true(hs[i] >= 0);
+                qg_rect b;
+                assert_int_equal(qg_get(idx, hs[i], &b), QG_OK);
+                assert_int_equal(qg_insert(ref, b), hs[i]);
+                live[i] = true;
+            } else if (tu_rng_chance(&r, 0.1)) {
+                assert_int_equal(qg_remove(idx, hs[i]), QG_OK);
+                assert_int_equal(qg_remove(ref, hs[i]), QG_OK);
+                live[i] = false;
+            } else {
+                const qg_rect b = sc_box(&r, w);
+                if (tu_rng_chance(&r, 0.2)) {
+                    const qg_status s = sc_failing(idx, &a, false, hs[i], b);
+                    if (s == QG_OK) {
+                        assert_int_equal(qg_move(ref, hs[i], b), QG_OK);
+                        continue;
+                    }
+                    nomem++;
+                }
+                assert_int_equal(qg_move(idx, hs[i], b), QG_OK);
+                assert_int_equal(qg_move(ref, hs[i], b), QG_OK);
+            }
+        }
+        if (step % 3 != 2)
+            qg_cleanup(idx);
+        sc_same(idx, ref, &r, w);
+    }
+    assert_true(nomem > 0); /* the sequence did allocate */
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
+    qg_destroy(idx);
+    qg_destroy(ref);
+    assert_int_equal(a.bytes, 0);
+    assert_int_equal(a.errors, 0);
+}
+
+static const sc_world sc_worlds[] = {
+    /* outside: the default bounds in the middle of a world 9x as wide */
+    {{0, 0, 1024, 1024}, 5, -4096, 5120, 5, 1},
+    /* outside, and the bounds far from the origin and the boxes */
+    {{1e6f, 1e6f, 1e6f + 512, 1e6f + 512}, 5, -3000, 3000, 5, 1},
+    /* huge: bounds near FLT_MAX, boxes in a small corner of them */
+    {{-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f * 5, 0, 2000, 5, 0x1p100f},
+    /* huge bounds with boxes spread over them */
+    {{-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f * 5, -1.5e8f, 1.5e8f, 1e6f, 0x1p100f},
+    /* tiny: all normal floats, extent ~1e-27 */
+    {{0, 0, 2000 * 0x1p-100f, 2000 * 0x1p-100f}, 5 * 0x1p-100f, 0, 2000, 5, 0x1p-100f},
+    /* tiny bounds, and boxes outside them */
+    {{0, 0, 1e-30f, 1e-30f}, 0, -1e-29f, 1e-29f, 1e-32f, 1},
+};
+
+static void sc_all(qg_kind kind)
+{
+    for (size_t i = 0; i < sizeof sc_worlds / sizeof *sc_worlds; i++)
+        sc_run(kind, &sc_worlds[i], 1000 + i);
+}
+
+static void test_scenes(void **state)
+{
+    (void)state;
+    sc_all(QG_MULTI_GRID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_churn_exact),
         cmocka_unit_test(test_sparse_quarter),
         cmocka_unit_test(test_empty_query),
+        cmocka_unit_test(test_scenes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
