@@ -416,10 +416,10 @@ static int32_t pg_side(double extent, double cell)
 static float pg_scale(int32_t side, double extent)
 {
     double s = (double)side * PG_Q / extent;
-    if (s > 0x1p100)
-        s = 0x1p100;
-    if (s < 0x1p-100)
-        s = 0x1p-100;
+    if (s > 0x1p120)
+        s = 0x1p120;
+    if (s < 0x1p-120)
+        s = 0x1p-120;
     return (float)s;
 }
 
@@ -1538,31 +1538,122 @@ static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_batch *bt,
     return true;
 }
 
-/// Candidates of element b (box `area`, of a coarser level) among the
-/// elements of level L: the query of its box, each hit a candidate.
-static bool pg_cross(const pg_level *L, pg_batch *bt, qg_handle b, qg_rect area, qg_pair_fn *fn, void *user)
+#if defined(PG_HAVE_AVX2)
+/// One cell of pg_cross on a fresh snapshot, sixteen slots per compare: the
+/// lanes hold points relative to the cell (offsets less the margin) and the
+/// max corners' bounds from the size nibbles; b's mapped corners, moved to
+/// the cell and clamped to what 16 bits hold, decide each lane as in
+/// pg_cross. False when the callback asked to stop.
+__attribute__((target("avx2"))) static bool pg_cross_cell_wide(const pg_level *L, pg_batch *bt, qg_handle b,
+                                                                int32_t c, int32_t cx, int32_t cy, pg_point bl,
+                                                                pg_point bh, qg_pair_fn *fn, void *user)
+{
+    const int32_t s0 = L->start[c], s1 = L->start[c + 1];
+    const int32_t ox = (cx << PG_QBITS) - PG_M, oy = (cy << PG_QBITS) - PG_M;
+#define PG_CLAMP16(v) ((int16_t)((v) < -4096 ? -4096 : (v) > 4096 ? 4096 : (v)))
+    const __m256i blx = _mm256_set1_epi16(PG_CLAMP16(bl.x - ox)), bly = _mm256_set1_epi16(PG_CLAMP16(bl.y - oy));
+    const __m256i bhx = _mm256_set1_epi16(PG_CLAMP16(bh.x - ox)), bhy = _mm256_set1_epi16(PG_CLAMP16(bh.y - oy));
+    const __m256i blxu = _mm256_set1_epi16(PG_CLAMP16(bl.x - ox + L->unit_x));
+    const __m256i blyu = _mm256_set1_epi16(PG_CLAMP16(bl.y - oy + L->unit_y));
+#undef PG_CLAMP16
+    const __m256i low_byte = _mm256_set1_epi16(0xFF), nib = _mm256_set1_epi16(0xF);
+    const __m256i ux = _mm256_set1_epi16((int16_t)L->unit_x), uy = _mm256_set1_epi16((int16_t)L->unit_y);
+    for (int32_t t = s0; t < s1; t += 16) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(L->sq + t));
+        const __m256i x = _mm256_and_si256(v, low_byte), y = _mm256_srli_epi16(v, 8);
+        const __m256i z = _mm256_permute4x64_epi64(
+            _mm256_packus_epi32(_mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(L->order + t)), 24),
+                                _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(L->order + t + 8)), 24)),
+            0xD8);
+        const __m256i xh = _mm256_add_epi16(x, _mm256_mullo_epi16(_mm256_and_si256(z, nib), ux));
+        const __m256i yh = _mm256_add_epi16(y, _mm256_mullo_epi16(_mm256_srli_epi16(z, 4), uy));
+        const __m256i apart = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpgt_epi16(x, bhx), _mm256_cmpgt_epi16(y, bhy)),
+            _mm256_or_si256(_mm256_cmpgt_epi16(blx, xh), _mm256_cmpgt_epi16(bly, yh)));
+        const __m256i sure = _mm256_and_si256(
+            _mm256_and_si256(_mm256_cmpgt_epi16(bhx, x), _mm256_cmpgt_epi16(bhy, y)),
+            _mm256_andnot_si256(_mm256_or_si256(_mm256_cmpgt_epi16(blxu, xh), _mm256_cmpgt_epi16(blyu, yh)),
+                                _mm256_set1_epi16(-1)));
+        const uint32_t live = s1 - t >= 16 ? 0xFFFFFFFFu : (uint32_t)((1ull << (2 * (s1 - t))) - 1u);
+        uint32_t maybe = ~(uint32_t)_mm256_movemask_epi8(apart) & live;
+        const uint32_t certain = (uint32_t)_mm256_movemask_epi8(sure);
+        while (maybe != 0) {
+            const int32_t i = __builtin_ctz(maybe) >> 1;
+            const uint32_t bit = 1u << (2 * i);
+            maybe &= ~(3u << (2 * i));
+            const qg_handle a = pg_order(L, t + i);
+            if (a < 0)
+                continue;
+            if (certain & bit) {
+                bt->tested++;
+                if (!qg_report_pair(fn, user, a, b))
+                    return false;
+            } else if (!pg_candidate(bt, a, b, fn, user)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+#endif
+
+/// Pairs of element b (box `area`, of a coarser level) with the elements of
+/// level L: the query of its box. On a fresh snapshot each listed point
+/// comes with its size byte, which bounds its max corner from both sides:
+/// with b's corners mapped exactly, most elements are proven apart or
+/// overlapping without reading their boxes (the reasoning of
+/// pg_wide_hits); the rest are candidates.
+static bool pg_cross(const pg_level *L, bool wide, pg_batch *bt, qg_handle b, qg_rect area, qg_pair_fn *fn,
+                     void *user)
 {
     const pg_point lo = pg_point_of(L, pg_widen(L, area.min_x), pg_widen(L, area.min_y));
-    const pg_point hi = pg_point_of(L, area.max_x, area.max_y);
+    pg_point bl, bh;
+    pg_corners(L, area, &bl, &bh);
+    const int32_t ux = L->unit_x, uy = L->unit_y;
     int32_t cx0, cy0, cx1, cy1;
-    pg_cell_range(L, lo, hi, &cx0, &cy0, &cx1, &cy1);
+    pg_cell_range(L, lo, bh, &cx0, &cy0, &cx1, &cy1);
     for (int32_t cy = cy0; cy <= cy1; ++cy) {
         for (int32_t cx = cx0; cx <= cx1; ++cx) {
             const int32_t c = cy * L->cols + cx;
+#if defined(PG_HAVE_AVX2)
+            if (wide && L->fresh) {
+                if (!pg_cross_cell_wide(L, bt, b, c, cx, cy, bl, bh, fn, user))
+                    return false;
+                continue;
+            }
+#else
+            (void)wide;
+#endif
             for (int32_t s = L->start[c]; s < L->start[c + 1]; ++s) {
                 const qg_handle a = pg_order(L, s);
                 if (a < 0)
                     continue;
-                const pg_point p = pg_slot_point(L, bt->boxes, s, a, cx, cy);
-                if ((p.x >= lo.x) & (p.x <= hi.x) & (p.y >= lo.y) & (p.y <= hi.y) && !pg_candidate(bt, a, b, fn, user))
+                if (!L->fresh) {
+                    const pg_point p = pg_box_point(L, bt->boxes[a]);
+                    if ((p.x >= lo.x) & (p.x <= bh.x) & (p.y >= lo.y) & (p.y <= bh.y) &&
+                        !pg_candidate(bt, a, b, fn, user))
+                        return false;
+                    continue;
+                }
+                const pg_point p = pg_listed_point(L->sq[s], cx, cy);
+                const uint32_t z = L->order[s] >> 24;
+                const int32_t ahx = p.x + (int32_t)(z & 15) * ux, ahy = p.y + (int32_t)(z >> 4) * uy;
+                if ((p.x > bh.x) | (p.y > bh.y) | (ahx < bl.x) | (ahy < bl.y))
+                    continue;
+                if ((p.x < bh.x) & (p.y < bh.y) & (bl.x + ux <= ahx) & (bl.y + uy <= ahy)) {
+                    bt->tested++;
+                    if (!qg_report_pair(fn, user, a, b))
+                        return false;
+                } else if (!pg_candidate(bt, a, b, fn, user)) {
                     return false;
+                }
             }
         }
     }
     if (L->tail == 0)
         return true;
-    const int32_t tx0 = lo.x >> PG_QBITS, tx1 = hi.x >> PG_QBITS;
-    for (int32_t row = lo.y >> PG_QBITS; row <= hi.y >> PG_QBITS; ++row) {
+    const int32_t tx0 = lo.x >> PG_QBITS, tx1 = bh.x >> PG_QBITS;
+    for (int32_t row = lo.y >> PG_QBITS; row <= bh.y >> PG_QBITS; ++row) {
         for (uint32_t t = L->tail_head[row]; t != PG_TAIL_END;) {
             const int32_t s = L->listed + (int32_t)t;
             t = L->sq[s];
@@ -1573,19 +1664,53 @@ static bool pg_cross(const pg_level *L, pg_batch *bt, qg_handle b, qg_rect area,
     return true;
 }
 
+/// Starts fetching what pg_cross will read for a search of `area` in level
+/// L: stage 0 the cell starts of its rows, stage 1 (once those arrived) the
+/// first slots of each row's run. The runs of different rows lie far apart
+/// in the snapshot, so without this each row of each search waits for
+/// memory in turn.
+static void pg_cross_prefetch(const pg_level *L, qg_rect area, int stage)
+{
+    const pg_point lo = pg_point_of(L, pg_widen(L, area.min_x), pg_widen(L, area.min_y));
+    const pg_point hi = pg_point_of(L, area.max_x, area.max_y);
+    int32_t cx0, cy0, cx1, cy1;
+    pg_cell_range(L, lo, hi, &cx0, &cy0, &cx1, &cy1);
+    for (int32_t cy = cy0; cy <= cy1; ++cy) {
+        const int32_t c = cy * L->cols + cx0;
+        if (stage == 0) {
+            PG_PREFETCH(&L->start[c]);
+            continue;
+        }
+        const int32_t t = L->start[c];
+        PG_PREFETCH(&L->sq[t]);
+        PG_PREFETCH(&L->order[t]);
+        PG_PREFETCH(&L->order[t] + 16);
+    }
+}
+
 /// Pairs across levels: each element of level k searches the finer levels
-/// that hold elements, with its own box.
+/// that hold elements, with its own box. The searches of the next elements
+/// are fetched ahead (boxes eight ahead, cell starts two, slots one).
 static bool pg_pairs_across(const point_grid *g, int32_t k, pg_batch *bt, qg_pair_fn *fn, void *user)
 {
     const pg_level *L = &g->level[k];
     const int32_t slots = L->listed + L->tail;
     for (int32_t s = 0; s < slots; ++s) {
+        if (s + 8 < slots && pg_order(L, s + 8) >= 0)
+            PG_PREFETCH(&bt->boxes[pg_order(L, s + 8)]);
+        for (int32_t ahead = 2; ahead >= 1; --ahead) {
+            const qg_handle n = s + ahead < slots ? pg_order(L, s + ahead) : -1;
+            for (int32_t j = 0; n >= 0 && j < k; ++j) {
+                if (g->level[j].count > 0)
+                    pg_cross_prefetch(&g->level[j], bt->boxes[n], ahead == 2 ? 0 : 1);
+            }
+        }
         const qg_handle b = pg_order(L, s);
         if (b < 0)
             continue;
         const qg_rect area = bt->boxes[b];
         for (int32_t j = 0; j < k; ++j) {
-            if (g->level[j].count > 0 && !pg_cross(&g->level[j], bt, b, area, fn, user))
+            if (g->level[j].count > 0 && !pg_cross(&g->level[j], g->wide, bt, b, area, fn, user))
                 return false;
         }
     }
