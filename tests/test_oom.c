@@ -243,8 +243,11 @@ static qg_config oom_config(tu_alloc *a, int which)
         c.element_size = 4;
         c.cell_size = 6;
     }
-    if (g_kind == QG_POINT_GRID)
-        c.max_element_size = 4096;
+    /* The point grid's levels: boxes up to 8 wide span levels 0-1 with the
+     * default bound (a 256th of the bounds) and 0-2 with a bound of 2, so
+     * moves between levels meet every failure too. */
+    if (g_kind == QG_POINT_GRID && which == 1)
+        c.max_element_size = 2;
     return c;
 }
 
