@@ -50,6 +50,12 @@
 #define GR_MAX_SIDE 2048
 /// Cells per axis when element_size is 0.
 #define GR_DEFAULT_SIDE 128
+/// At least this many cells per axis, however small the bounds: boxes
+/// outside small bounds then spread over 128x128 cells, not a handful
+/// (`outside`: 100,000 boxes over 81x the default bounds, 32x32 cells of
+/// the bounds' own size, measured ~100 per cell). The cost is a row struct
+/// per row and 512 bytes per occupied row.
+#define GR_MIN_SIDE 128
 /// Default cell size as a multiple of element_size, measured on `agents`
 /// (element_size 5; cells of 10, 20, 32, 48, 64: 32 was fastest, moves
 /// relink less and the pair loop gathers fewer duplicate nodes).
@@ -219,10 +225,10 @@ static inline bool gr_is_wide(const gr_grid *g, gr_ibox b)
 
 /* ---- configuration ------------------------------------------------------ */
 
-/// Smallest power of two >= n, capped at GR_MAX_SIDE.
+/// Smallest power of two >= n, within [GR_MIN_SIDE, GR_MAX_SIDE].
 static inline int32_t gr_side(double n)
 {
-    int32_t p = 1;
+    int32_t p = GR_MIN_SIDE;
     while (p < GR_MAX_SIDE && (double)p < n)
         p *= 2;
     return p;

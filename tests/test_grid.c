@@ -22,7 +22,8 @@ typedef struct fx {
     qg_index *idx;
 } fx;
 
-/* A 1024x1024 world of 16x16 cells: 64x64 cells. */
+/* A 1024x1024 world of 16x16 cells: 64x64 cells fill it, the torus has
+ * 128x128 (the least per side), so it wraps every 2048 units. */
 static void open_grid(fx *f, float cell)
 {
     tu_alloc_init(&f->a);
@@ -74,8 +75,8 @@ static void test_stats_cells(void **state)
     fx f;
     open_grid(&f, 16);
     qg_stats s = qg_get_stats(f.idx);
-    assert_int_equal(s.nodes, 64 * 64);
-    assert_int_equal(s.leaves, 64 * 64);
+    assert_int_equal(s.nodes, 128 * 128); /* at least 128 per side: the world wraps */
+    assert_int_equal(s.leaves, 128 * 128);
     assert_int_equal(s.max_depth_reached, 0);
     close_grid(&f);
 }
@@ -156,17 +157,17 @@ static void test_outside_bounds(void **state)
     assert_int_equal(count_query(f.idx, tu_rect(4000, 4000, 6000, 6000)), 2);
     assert_int_equal(count_pairs(f.idx), 4);
     /* A box from another wrap of the same cells is not a pair: cell
-     * (2, 2) + 64 cells is (1056, 1056), the same wrapped cell as (32, 32). */
+     * (2, 2) + 128 cells is (2080, 2080), the same wrapped cell as (32, 32). */
     qg_handle a = qg_insert(f.idx, tu_rect(33, 33, 34, 34));
-    qg_handle b = qg_insert(f.idx, tu_rect(1057, 1057, 1058, 1058));
+    qg_handle b = qg_insert(f.idx, tu_rect(2081, 2081, 2082, 2082));
     assert_true(a >= 0 && b >= 0);
     assert_int_equal(count_pairs(f.idx), 4 + 2); /* both with the 1e30 box */
     assert_int_equal(count_query(f.idx, tu_rect(30, 30, 40, 40)), 2);
-    /* Boxes across the wrap seam overlap once. */
-    assert_int_equal(qg_move(f.idx, a, tu_rect(1020, 1020, 1040, 1040)), QG_OK);
-    assert_int_equal(qg_move(f.idx, b, tu_rect(1030, 1030, 1060, 1060)), QG_OK);
+    /* Boxes across the wrap seam (x = y = 512 + 64 cells = 1536) overlap once. */
+    assert_int_equal(qg_move(f.idx, a, tu_rect(1520, 1520, 1540, 1540)), QG_OK);
+    assert_int_equal(qg_move(f.idx, b, tu_rect(1530, 1530, 1560, 1560)), QG_OK);
     assert_int_equal(count_pairs(f.idx), 4 + 2 + 1);
-    assert_int_equal(count_query(f.idx, tu_rect(1035, 1035, 1035, 1035)), 3);
+    assert_int_equal(count_query(f.idx, tu_rect(1535, 1537, 1535, 1537)), 3);
     close_grid(&f);
 }
 
@@ -341,9 +342,13 @@ static void test_defaults(void **state)
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_int_equal(qg_get_stats(idx).nodes, 128 * 128);
     qg_destroy(idx);
-    c.element_size = 16.0f / 6.0f; /* cells of about 16 */
+    c.element_size = 16.0f / 6.0f; /* cells of about 16: 64 fill the bounds, 128 are the least */
     assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_get_stats(idx).nodes, 64 * 64);
+    assert_int_equal(qg_get_stats(idx).nodes, 128 * 128);
+    qg_destroy(idx);
+    c.element_size = 2.0f / 6.0f; /* cells of 2: 512 per side */
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).nodes, 512 * 512);
     qg_destroy(idx);
     c.element_size = 1e-4f; /* far too fine: the resolution is capped */
     assert_int_equal(qg_create(&c, &idx), QG_OK);
