@@ -433,6 +433,15 @@ static bool lq_fit(const loose_quadtree *lq, qg_handle skip, qg_rect *out, doubl
         ly = w.min_y < ly ? w.min_y : ly;
         hx = w.max_x > hx ? w.max_x : hx;
         hy = w.max_y > hy ? w.max_y : hy;
+        // Growing back inside the configured bounds (the first inserts of a
+        // build made the world shrink to them) and filling them: the bounds
+        // are the world.
+        const qg_rect b = ix->config.bounds;
+        if (lx >= b.min_x && ly >= b.min_y && hx <= b.max_x && hy <= b.max_y &&
+            !(qg_extent(lx, hx) * 8 < qg_extent(b.min_x, b.max_x) && qg_extent(ly, hy) * 8 < qg_extent(b.min_y, b.max_y))) {
+            *out = b;
+            return true;
+        }
     }
     *out = lq_square_world(lx, ly, hx, hy);
     return true;
@@ -449,6 +458,8 @@ static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size, qg_handle
     const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
     const int depth = lq_depth_for(lq_world_extent(world), es);
     lq->max_depth = depth < lq->depth_cap ? depth : lq->depth_cap;
+    if (memcmp(&world, &ix->config.bounds, sizeof world) == 0)
+        lq->max_depth = ix->config.max_depth; // back to the configured tree
     lq_reset_root(lq);
     for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
         if (qg_slot_live(ix, h) && h != skip) {

@@ -487,6 +487,15 @@ static bool qt_fit(const quadtree *qt, qg_handle skip, qg_rect *out, double *siz
         ly = w.min_y < ly ? w.min_y : ly;
         hx = w.max_x > hx ? w.max_x : hx;
         hy = w.max_y > hy ? w.max_y : hy;
+        // Growing back inside the configured bounds (the first inserts of a
+        // build made the world shrink to them) and filling them: the bounds
+        // are the world.
+        const qg_rect b = ix->config.bounds;
+        if (lx >= b.min_x && ly >= b.min_y && hx <= b.max_x && hy <= b.max_y &&
+            !(qg_extent(lx, hx) * 8 < qg_extent(b.min_x, b.max_x) && qg_extent(ly, hy) * 8 < qg_extent(b.min_y, b.max_y))) {
+            *out = b;
+            return true;
+        }
     }
     *out = qt_square_world(lx, ly, hx, hy);
     return true;
@@ -505,6 +514,8 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip,
     const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
     const int depth = qt_depth_for(qt_world_extent(world), es);
     qt->max_depth = depth < qt->depth_cap ? depth : qt->depth_cap;
+    if (memcmp(&world, &ix->config.bounds, sizeof world) == 0)
+        qt->max_depth = ix->config.max_depth; // back to the configured tree
     qt->nodes[0] = (qt_node){-1, 0};
     qt->node_high = 1;
     qt->free_block = -1;
