@@ -59,8 +59,9 @@ typedef enum qg_status {
     QG_ERR_HANDLE = -2,
     /// An allocation failed; the index is exactly as it was before the call.
     QG_ERR_NOMEM = -3,
-    /// The element count would pass what the index can address, or a box is
-    /// larger than the kind accepts.
+    /// The element count would pass what the index can address (INT32_MAX
+    /// handles; QG_POINT_GRID: 16,777,215 elements). Never a box's size or
+    /// position: every kind takes any finite box.
     QG_ERR_CAPACITY = -4,
 } qg_status;
 
@@ -73,7 +74,7 @@ typedef enum qg_kind {
     QG_GRID,            ///< uniform grid, 4-byte cells, row lists
     QG_MULTI_GRID,      ///< fine grid plus coarse occupancy levels
     QG_LOOSE_GRID,      ///< loose/tight double grid
-    QG_POINT_GRID,      ///< one point (the min corner) per element, bounded size
+    QG_POINT_GRID,      ///< one point (the min corner) per element, in size levels
     QG_BRUTE_FORCE,     ///< flat array; the oracle every test compares with
     QG_KIND_COUNT
 } qg_kind;
@@ -94,12 +95,21 @@ typedef struct qg_allocator {
 /// tune the rest if you like.
 typedef struct qg_config {
     qg_kind kind;
-    /// The world. Boxes partly or wholly outside it are still stored and found;
-    /// they just cost more. Must be finite with min < max on both axes.
+    /// The world, as a hint: boxes partly or wholly outside it are stored,
+    /// found and paired like the others at about the same cost, and bounds
+    /// far larger than the elements' spread do not slow an index down. Trees
+    /// and the point grid re-fit their world to the elements (in qg_cleanup,
+    /// from memory they hold, or in qg_insert/qg_move, which may then
+    /// allocate); grids wrap cells around (a torus). Any finite values with
+    /// min < max on both axes, up to +-FLT_MAX and down to tiny extents.
     qg_rect bounds;
     /// Typical element width; 0 = choose from bounds. Tunes depth and cell size.
     float element_size;
-    /// QG_POINT_GRID: the largest width or height a box may have.
+    /// QG_POINT_GRID: the largest width and height of its finest size level.
+    /// A larger box goes to a coarser level (each level's bound 4 times the
+    /// last's, the top one unbounded), so any size is accepted; answers are
+    /// exact across levels. 0 = twice element_size, or with neither a 256th of
+    /// the bounds. Set it to the size most elements stay under.
     float max_element_size;
     /// Trees: maximum depth (root = 0); 0 = choose so the smallest cell is a
     /// little over element_size.
@@ -107,7 +117,8 @@ typedef struct qg_config {
     /// Trees: elements a leaf holds before it splits; 0 = the kind's default.
     int leaf_capacity;
     /// Grids: cell width and height; 0 = choose from element_size
-    /// (QG_POINT_GRID: six times max_element_size, at least two and a half).
+    /// (QG_POINT_GRID: six times max_element_size, at least two and a half;
+    /// level k's cells are 4^k times as wide).
     float cell_size;
     /// All zero = the C library's realloc/free.
     qg_allocator allocator;
@@ -142,10 +153,13 @@ QG_API int32_t qg_count(const qg_index *index);
 
 /// Deferred upkeep (for trees: collapse empty leaves; for loose kinds: shrink
 /// boxes; for QG_POINT_GRID: refresh the cell-ordered points in place, or
-/// re-sort them once enough elements left their cells). Call once a frame,
-/// after the moves and before the queries and qg_pair calls of that frame:
-/// answers are exact either way, but the point grid searches several times
-/// slower until its moves are refreshed. Never allocates.
+/// re-sort them once enough elements left their cells; for the kinds that
+/// re-fit their world to the elements: the re-fit, when enough of them are
+/// outside it or it is far too large). Call once a frame, after the moves and
+/// before the queries and qg_pair calls of that frame: answers are exact
+/// either way, but the point grid searches several times slower until its
+/// moves are refreshed. Never allocates: a re-fit that wants more memory
+/// than the index holds takes it in the next qg_insert or qg_move.
 QG_API void qg_cleanup(qg_index *index);
 
 /// Removes every element, keeps the memory for reuse.
