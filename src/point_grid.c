@@ -1511,56 +1511,48 @@ static bool pg_pairs_tail(const pg_level *L, pg_batch *bt, int32_t t, qg_handle 
     return true;
 }
 
-/// Every pair within one level.
-static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_batch *bt, qg_pair_fn *fn, void *user)
-{
-    for (int32_t cy = 0; cy < L->rows; ++cy) {
-        for (int32_t cx = 0; cx < L->cols; ++cx) {
 #if defined(PG_HAVE_AVX2)
-            bool stop = false;
-            if (L->fresh && g->wide && pg_pairs_cell_wide(L, bt, cx, cy, fn, user, &stop)) {
-                if (stop)
-                    return false;
-                continue;
-            }
-#else
-            (void)g;
-#endif
-            if (!pg_pairs_cell(L, bt, cx, cy, fn, user))
-                return false;
-        }
-    }
-    for (int32_t t = 0; t < L->tail; ++t) {
-        const qg_handle a = pg_order(L, L->listed + t);
-        if (a >= 0 && !pg_pairs_tail(L, bt, t, a, pg_box_point(L, bt->boxes[a]), fn, user))
-            return false;
-    }
-    return true;
-}
-
-#if defined(PG_HAVE_AVX2)
-/// One cell of pg_cross on a fresh snapshot, sixteen slots per compare: the
-/// lanes hold points relative to the cell (offsets less the margin) and the
-/// max corners' bounds from the size nibbles; b's mapped corners, moved to
-/// the cell and clamped to what 16 bits hold, decide each lane as in
-/// pg_cross. False when the callback asked to stop.
-__attribute__((target("avx2"))) static bool pg_cross_cell_wide(const pg_level *L, pg_batch *bt, qg_handle b,
-                                                                int32_t c, int32_t cx, int32_t cy, pg_point bl,
-                                                                pg_point bh, qg_pair_fn *fn, void *user)
+/// Cells cx0..cx1 of row cy for pg_cross on a fresh snapshot, sixteen
+/// slots per compare. The cells of a row are one run of the snapshot, so the
+/// run is loaded straight through; each lane is moved to cell cx0's origin
+/// by the cells that begin before its slot. The lanes hold points relative
+/// to that origin and the max corners' bounds from the size nibbles; b's
+/// mapped corners, moved there and clamped to what 16 bits hold, decide each
+/// lane as in pg_cross. False when the callback asked to stop.
+__attribute__((target("avx2"))) static bool pg_cross_row_wide(const pg_level *L, pg_batch *bt, qg_handle b,
+                                                               int32_t cx0, int32_t cx1, int32_t cy, pg_point bl,
+                                                               pg_point bh, qg_pair_fn *fn, void *user)
 {
-    const int32_t s0 = L->start[c], s1 = L->start[c + 1];
-    const int32_t ox = (cx << PG_QBITS) - PG_M, oy = (cy << PG_QBITS) - PG_M;
-#define PG_CLAMP16(v) ((int16_t)((v) < -4096 ? -4096 : (v) > 4096 ? 4096 : (v)))
-    const __m256i blx = _mm256_set1_epi16(PG_CLAMP16(bl.x - ox)), bly = _mm256_set1_epi16(PG_CLAMP16(bl.y - oy));
-    const __m256i bhx = _mm256_set1_epi16(PG_CLAMP16(bh.x - ox)), bhy = _mm256_set1_epi16(PG_CLAMP16(bh.y - oy));
-    const __m256i blxu = _mm256_set1_epi16(PG_CLAMP16(bl.x - ox + L->unit_x));
-    const __m256i blyu = _mm256_set1_epi16(PG_CLAMP16(bl.y - oy + L->unit_y));
-#undef PG_CLAMP16
-    const __m256i low_byte = _mm256_set1_epi16(0xFF), nib = _mm256_set1_epi16(0xF);
+    const int32_t *start = L->start + (int64_t)cy * L->cols;
+    const int32_t s0 = start[cx0], s1 = start[cx1 + 1];
+    const int32_t ox = (cx0 << PG_QBITS) - PG_M, oy = (cy << PG_QBITS) - PG_M;
+    const __m256i lim = _mm256_set1_epi32(0x3FFF), nlim = _mm256_set1_epi32(-0x3FFF);
+    // b's corners relative to the origin, clamped to +-0x3FFF (lanes stay
+    // far inside that range: a row run is at most a few cells).
+    const __m256i rel = _mm256_min_epi32(
+        _mm256_max_epi32(_mm256_setr_epi32(bl.x - ox, bl.y - oy, bh.x - ox, bh.y - oy, bl.x - ox + L->unit_x,
+                                           bl.y - oy + L->unit_y, 0, 0),
+                         nlim),
+        lim);
+    int32_t r[8];
+    _mm256_storeu_si256((__m256i *)r, rel);
+    const __m256i blx = _mm256_set1_epi16((int16_t)r[0]), bly = _mm256_set1_epi16((int16_t)r[1]);
+    const __m256i bhx = _mm256_set1_epi16((int16_t)r[2]), bhy = _mm256_set1_epi16((int16_t)r[3]);
+    const __m256i blxu = _mm256_set1_epi16((int16_t)r[4]), blyu = _mm256_set1_epi16((int16_t)r[5]);
+    const __m256i low_byte = _mm256_set1_epi16(0xFF), nib = _mm256_set1_epi16(0xF), q = _mm256_set1_epi16(PG_Q);
+    const __m256i lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m256i ux = _mm256_set1_epi16((int16_t)L->unit_x), uy = _mm256_set1_epi16((int16_t)L->unit_y);
+    int32_t cell = cx0; // the cell of slot t
     for (int32_t t = s0; t < s1; t += 16) {
+        while (start[cell + 1] <= t)
+            cell++;
+        // Lanes past each later boundary within reach move one cell east.
+        __m256i shift = _mm256_set1_epi16((int16_t)((cell - cx0) << PG_QBITS));
+        for (int32_t c = cell + 1; c <= cx1 && start[c] - t < 16; ++c)
+            shift = _mm256_add_epi16(
+                shift, _mm256_and_si256(_mm256_cmpgt_epi16(lane, _mm256_set1_epi16((int16_t)(start[c] - t - 1))), q));
         const __m256i v = _mm256_loadu_si256((const __m256i *)(L->sq + t));
-        const __m256i x = _mm256_and_si256(v, low_byte), y = _mm256_srli_epi16(v, 8);
+        const __m256i x = _mm256_add_epi16(_mm256_and_si256(v, low_byte), shift), y = _mm256_srli_epi16(v, 8);
         const __m256i z = _mm256_permute4x64_epi64(
             _mm256_packus_epi32(_mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(L->order + t)), 24),
                                 _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(L->order + t + 8)), 24)),
@@ -1570,21 +1562,21 @@ __attribute__((target("avx2"))) static bool pg_cross_cell_wide(const pg_level *L
         const __m256i apart = _mm256_or_si256(
             _mm256_or_si256(_mm256_cmpgt_epi16(x, bhx), _mm256_cmpgt_epi16(y, bhy)),
             _mm256_or_si256(_mm256_cmpgt_epi16(blx, xh), _mm256_cmpgt_epi16(bly, yh)));
-        const __m256i sure = _mm256_and_si256(
-            _mm256_and_si256(_mm256_cmpgt_epi16(bhx, x), _mm256_cmpgt_epi16(bhy, y)),
-            _mm256_andnot_si256(_mm256_or_si256(_mm256_cmpgt_epi16(blxu, xh), _mm256_cmpgt_epi16(blyu, yh)),
-                                _mm256_set1_epi16(-1)));
+        const __m256i unsure = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpgt_epi16(x, _mm256_sub_epi16(bhx, _mm256_set1_epi16(1))),
+                            _mm256_cmpgt_epi16(y, _mm256_sub_epi16(bhy, _mm256_set1_epi16(1)))),
+            _mm256_or_si256(_mm256_cmpgt_epi16(blxu, xh), _mm256_cmpgt_epi16(blyu, yh)));
         const uint32_t live = s1 - t >= 16 ? 0xFFFFFFFFu : (uint32_t)((1ull << (2 * (s1 - t))) - 1u);
         uint32_t maybe = ~(uint32_t)_mm256_movemask_epi8(apart) & live;
-        const uint32_t certain = (uint32_t)_mm256_movemask_epi8(sure);
+        const uint32_t doubt = (uint32_t)_mm256_movemask_epi8(unsure);
         while (maybe != 0) {
             const int32_t i = __builtin_ctz(maybe) >> 1;
-            const uint32_t bit = 1u << (2 * i);
-            maybe &= ~(3u << (2 * i));
+            maybe &= maybe - 1u;
+            maybe &= maybe - 1u; // two bits per 16-bit lane
             const qg_handle a = pg_order(L, t + i);
             if (a < 0)
                 continue;
-            if (certain & bit) {
+            if (!(doubt >> (2 * i) & 1u)) {
                 bt->tested++;
                 if (!qg_report_pair(fn, user, a, b))
                     return false;
@@ -1613,17 +1605,20 @@ static bool pg_cross(const pg_level *L, bool wide, pg_batch *bt, qg_handle b, qg
     int32_t cx0, cy0, cx1, cy1;
     pg_cell_range(L, lo, bh, &cx0, &cy0, &cx1, &cy1);
     for (int32_t cy = cy0; cy <= cy1; ++cy) {
+#if defined(PG_HAVE_AVX2)
+        if (wide && L->fresh) {
+            // Runs of at most 64 cells keep every lane within 16 bits.
+            for (int32_t sx = cx0; sx <= cx1; sx += 64) {
+                if (!pg_cross_row_wide(L, bt, b, sx, sx + 63 < cx1 ? sx + 63 : cx1, cy, bl, bh, fn, user))
+                    return false;
+            }
+            continue;
+        }
+#else
+        (void)wide;
+#endif
         for (int32_t cx = cx0; cx <= cx1; ++cx) {
             const int32_t c = cy * L->cols + cx;
-#if defined(PG_HAVE_AVX2)
-            if (wide && L->fresh) {
-                if (!pg_cross_cell_wide(L, bt, b, c, cx, cy, bl, bh, fn, user))
-                    return false;
-                continue;
-            }
-#else
-            (void)wide;
-#endif
             for (int32_t s = L->start[c]; s < L->start[c + 1]; ++s) {
                 const qg_handle a = pg_order(L, s);
                 if (a < 0)
@@ -1688,19 +1683,20 @@ static void pg_cross_prefetch(const pg_level *L, qg_rect area, int stage)
     }
 }
 
-/// Pairs across levels: each element of level k searches the finer levels
-/// that hold elements, with its own box. The searches of the next elements
-/// are fetched ahead (boxes eight ahead, cell starts two, slots one).
-static bool pg_pairs_across(const point_grid *g, int32_t k, pg_batch *bt, qg_pair_fn *fn, void *user)
+/// Searches of level k's slots [s0, s1) in the levels from..to-1 that hold
+/// elements, each with its element's box. The searches of the next
+/// elements are fetched ahead (boxes eight ahead, cell starts two, slots
+/// one).
+static bool pg_search_slots(const point_grid *g, int32_t k, int32_t s0, int32_t s1, int32_t from, int32_t to,
+                            pg_batch *bt, qg_pair_fn *fn, void *user)
 {
     const pg_level *L = &g->level[k];
-    const int32_t slots = L->listed + L->tail;
-    for (int32_t s = 0; s < slots; ++s) {
-        if (s + 8 < slots && pg_order(L, s + 8) >= 0)
+    for (int32_t s = s0; s < s1; ++s) {
+        if (s + 8 < s1 && pg_order(L, s + 8) >= 0)
             PG_PREFETCH(&bt->boxes[pg_order(L, s + 8)]);
         for (int32_t ahead = 2; ahead >= 1; --ahead) {
-            const qg_handle n = s + ahead < slots ? pg_order(L, s + ahead) : -1;
-            for (int32_t j = 0; n >= 0 && j < k; ++j) {
+            const qg_handle n = s + ahead < s1 ? pg_order(L, s + ahead) : -1;
+            for (int32_t j = from; n >= 0 && j < to; ++j) {
                 if (g->level[j].count > 0)
                     pg_cross_prefetch(&g->level[j], bt->boxes[n], ahead == 2 ? 0 : 1);
             }
@@ -1709,12 +1705,86 @@ static bool pg_pairs_across(const point_grid *g, int32_t k, pg_batch *bt, qg_pai
         if (b < 0)
             continue;
         const qg_rect area = bt->boxes[b];
-        for (int32_t j = 0; j < k; ++j) {
+        for (int32_t j = from; j < to; ++j) {
             if (g->level[j].count > 0 && !pg_cross(&g->level[j], g->wide, bt, b, area, fn, user))
                 return false;
         }
     }
     return true;
+}
+
+/// The searches of the coarser levels in the lowest populated one (`base`),
+/// run during its cell walk: a coarser level's row of searches runs once the
+/// walk has passed the last row of `base` they read, while those rows are
+/// still in cache (run all at the end, the searches waited on memory for
+/// each row they read: a third of qg_pairs at the mixed workload). The
+/// order only decides what is in cache; every search reads a finished
+/// snapshot.
+typedef struct pg_sched {
+    int32_t base;
+    int32_t row[PG_LEVELS]; ///< next row of each coarser level to search from
+} pg_sched;
+
+/// The last row of level B that a search from row R of level K can read
+/// (the point of an element listed in R lies within R's margins; its box
+/// ends at most a bound above it). Only cache locality depends on it.
+static int32_t pg_sched_limit(const pg_level *B, const pg_level *K, int32_t R)
+{
+    const double y = (double)K->oy + ((double)(R + 1) * PG_Q + PG_M + 1) / K->sy + (double)K->pad;
+    if (!(y < (double)FLT_MAX))
+        return INT32_MAX;
+    const float yf = y > -(double)FLT_MAX ? (float)y : -FLT_MAX;
+    return ((pg_map(yf, B->oy, B->sy, B->gmaxf_y) + PG_M) >> PG_QBITS) + 1;
+}
+
+/// Runs the searches whose rows of `base` are all walked once row r is
+/// (r = INT32_MAX: every one left, the tails too).
+static bool pg_sched_run(const point_grid *g, pg_sched *sc, int32_t r, pg_batch *bt, qg_pair_fn *fn, void *user)
+{
+    const pg_level *B = &g->level[sc->base];
+    for (int32_t k = sc->base + 1; k < PG_LEVELS; ++k) {
+        const pg_level *K = &g->level[k];
+        if (K->count == 0)
+            continue;
+        while (sc->row[k] < K->rows && (r == INT32_MAX || pg_sched_limit(B, K, sc->row[k]) <= r)) {
+            const int32_t R = sc->row[k]++;
+            if (!pg_search_slots(g, k, K->start[R * K->cols], K->start[(R + 1) * K->cols], sc->base, sc->base + 1, bt,
+                                 fn, user))
+                return false;
+        }
+        if (r == INT32_MAX && !pg_search_slots(g, k, K->listed, K->listed + K->tail, sc->base, sc->base + 1, bt, fn, user))
+            return false;
+    }
+    return true;
+}
+
+/// Every pair within one level; with a scheduler, the coarser levels'
+/// searches in this one too, row by row.
+static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_sched *sc, pg_batch *bt, qg_pair_fn *fn,
+                           void *user)
+{
+    for (int32_t cy = 0; cy < L->rows; ++cy) {
+        for (int32_t cx = 0; cx < L->cols; ++cx) {
+#if defined(PG_HAVE_AVX2)
+            bool stop = false;
+            if (L->fresh && g->wide && pg_pairs_cell_wide(L, bt, cx, cy, fn, user, &stop)) {
+                if (stop)
+                    return false;
+                continue;
+            }
+#endif
+            if (!pg_pairs_cell(L, bt, cx, cy, fn, user))
+                return false;
+        }
+        if (sc != NULL && !pg_sched_run(g, sc, cy, bt, fn, user))
+            return false;
+    }
+    for (int32_t t = 0; t < L->tail; ++t) {
+        const qg_handle a = pg_order(L, L->listed + t);
+        if (a >= 0 && !pg_pairs_tail(L, bt, t, a, pg_box_point(L, bt->boxes[a]), fn, user))
+            return false;
+    }
+    return sc == NULL || pg_sched_run(g, sc, INT32_MAX, bt, fn, user);
 }
 
 static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
@@ -1724,16 +1794,23 @@ static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     bt.boxes = index->boxes;
     bt.head = bt.tail = 0;
     bt.tested = 0;
-    int32_t lowest = -1;
+    // Pairs within each level, and across: each element of a coarser level
+    // searches the finer ones with its box (the lowest during its walk).
+    pg_sched sc = {-1, {0}};
     for (int32_t k = 0; k < PG_LEVELS; ++k) {
         const pg_level *L = &g->level[k];
         if (L->count == 0)
             continue;
         stats->nodes_visited += (int64_t)L->cols * L->rows;
-        if (!pg_pairs_level(g, L, &bt, fn, user) || (lowest >= 0 && !pg_pairs_across(g, k, &bt, fn, user)))
+        if (sc.base < 0) {
+            sc.base = k;
+            if (!pg_pairs_level(g, L, &sc, &bt, fn, user))
+                goto stop;
+            continue;
+        }
+        if (!pg_pairs_level(g, L, NULL, &bt, fn, user) ||
+            !pg_search_slots(g, k, 0, L->listed + L->tail, sc.base + 1, k, &bt, fn, user))
             goto stop;
-        if (lowest < 0)
-            lowest = k;
     }
     pg_flush(&bt, fn, user);
 stop:

@@ -179,6 +179,50 @@ static void test_levels_random(void **state)
     assert_int_equal(a.bytes, 0);
 }
 
+/* A box of a coarse level that spans hundreds of the finest level's
+ * columns (the wide search splits such rows), over elements at both ends
+ * and in the middle of the span, fresh and after moves. */
+static void test_wide_cross(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, tu_rect(0, 0, 20000, 200), 2, 0);
+    enum { N = 3000 };
+    qg_rect boxes[N + 1];
+    qg_handle hs[N + 1];
+    tu_rng r;
+    tu_rng_seed(&r, 777);
+    for (int i = 0; i < N; i++) {
+        float x = tu_rng_range(&r, 0, 19990), y = tu_rng_range(&r, 0, 190);
+        boxes[i] = tu_rect(x, y, x + 1.5f, y + 1.5f);
+        hs[i] = qg_insert(idx, boxes[i]);
+        assert_true(hs[i] >= 0);
+    }
+    boxes[N] = tu_rect(-10, 50, 20010, 120);
+    hs[N] = qg_insert(idx, boxes[N]);
+    assert_true(hs[N] >= 0);
+    for (int round = 0; round < 3; round++) {
+        qg_cleanup(idx);
+        long want = 0;
+        for (int i = 0; i < N; i++)
+            want += tu_overlap(boxes[i], boxes[N]);
+        for (int i = 0; i < N; i++)
+            for (int j = i + 1; j < N; j++)
+                want += tu_overlap(boxes[i], boxes[j]);
+        assert_true(want > 1000);
+        assert_int_equal(pair_count(idx), want);
+        for (int i = 0; i < N; i += 3) {
+            boxes[i].min_y += 3, boxes[i].max_y += 3;
+            assert_int_equal(qg_move(idx, hs[i], boxes[i]), QG_OK);
+        }
+    }
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
 static void test_default_bound(void **state)
 {
     (void)state;
@@ -452,6 +496,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_levels),
         cmocka_unit_test(test_levels_random),
+        cmocka_unit_test(test_wide_cross),
         cmocka_unit_test(test_default_bound),
         cmocka_unit_test(test_exact_at_rounding),
         cmocka_unit_test(test_memory_per_element),
