@@ -997,34 +997,6 @@ static void pg_move_far(point_grid *g, int32_t k, qg_handle h, qg_rect old, qg_r
     pg_tail_add(g, k, h);
 }
 
-/// A move to another level, or one that first reserves the cells a re-fit
-/// asked for. Grow first: every reservation before any change.
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static qg_status pg_move_other(point_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
-{
-    const int32_t k = pg_level_bits(g->hb[h]), kn = pg_level_of(g, box);
-    if ((kn != k && !pg_reserve_level(g, txn, kn, 1)) || (g->want && !pg_grow(g, txn)))
-        return QG_ERR_NOMEM;
-    qg_rect *const slot = &g->base.boxes[h];
-    const qg_rect old = *slot;
-    if (kn == k) {
-        *slot = box;
-        g->level[k].fresh = false;
-        pg_move_far(g, k, h, old, box);
-        return QG_OK;
-    }
-    g->level[k].fresh = false;
-    pg_take_out(g, h, old);
-    *slot = box;
-    pg_make_live(g, kn);
-    g->level[kn].count++;
-    g->hb[h] = (uint8_t)((uint32_t)kn << 4 | PG_HB_TAIL);
-    pg_tail_add(g, kn, h);
-    return QG_OK;
-}
-
 /// Writes a box into the base's slot as two 8-byte halves, the two
 /// registers the calling convention passes a qg_rect in. One 16-byte store
 /// made the compiler assemble the box through the stack, and reading it
@@ -1057,6 +1029,33 @@ static inline void pg_move_within(point_grid *g, pg_level *L, int32_t k, uint32_
     pg_move_far(g, k, h, old, box);
 }
 
+/// A move to another level, or one that first reserves the cells a re-fit
+/// asked for. Grow first: every reservation before any change.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static qg_status pg_move_other(point_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    const int32_t k = pg_level_bits(g->hb[h]), kn = pg_level_of(g, box);
+    if ((kn != k && !pg_reserve_level(g, txn, kn, 1)) || (g->want && !pg_grow(g, txn)))
+        return QG_ERR_NOMEM;
+    qg_rect *const slot = &g->base.boxes[h];
+    const qg_rect old = *slot;
+    if (kn == k) {
+        pg_store_box(slot, box);
+        pg_move_within(g, &g->level[k], k, g->hb[h], h, old, box);
+        return QG_OK;
+    }
+    g->level[k].fresh = false;
+    pg_take_out(g, h, old);
+    *slot = box;
+    pg_make_live(g, kn);
+    g->level[kn].count++;
+    g->hb[h] = (uint8_t)((uint32_t)kn << 4 | PG_HB_TAIL);
+    pg_tail_add(g, kn, h);
+    return QG_OK;
+}
+
 static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     point_grid *g = (point_grid *)index;
@@ -1071,15 +1070,7 @@ static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
             return QG_OK;
         }
     }
-    const uint32_t bits = g->hb[h];
-    const int32_t k = pg_level_bits(bits);
-    if (g->want || k == 0 || !pg_fits(&g->level[k], box) || pg_fits(&g->level[k - 1], box))
-        return pg_move_other(g, txn, h, box);
-    qg_rect *const slot = &index->boxes[h];
-    const qg_rect old = *slot;
-    pg_store_box(slot, box);
-    pg_move_within(g, &g->level[k], k, bits, h, old, box);
-    return QG_OK;
+    return pg_move_other(g, txn, h, box);
 }
 
 /// Gives back the spare capacity of a per-handle or per-slot array.
