@@ -52,6 +52,21 @@
 //   tight cells. After a change without cleanup, each element walks the
 //   tight cells its box covers and the lists, with the base's boxes (same
 //   answers).
+// - Bounds are a hint: the world re-fits to the elements (no torus: a
+//   loose cell's box must stay near its cell, which wrapping would break).
+//   The fitted world is the 1/256..255/256 quantiles of a fixed sample of
+//   the elements' centres, widened by an eighth and a cell (the few outliers
+//   clamp onto its border cells), with cells of the configured size and at
+//   most max(configured cells, 2 per element) of them; when the quantiles
+//   fill at least half of the configured bounds on both axes and lie inside
+//   them, the world is the configured one, as created. A re-fit needs new
+//   cell arrays and links, so it runs only where an allocation may fail
+//   cleanly: in qg_insert when the population doubled since the last look,
+//   and in qg_insert or qg_move after qg_cleanup saw crowding (a 32nd of a
+//   sample outside the world, or the sample in under an eighth of it). It
+//   allocates everything first, then re-files every element as qg_cleanup
+//   does (lg_refit); a failure leaves the old world untouched. Extents are
+//   in double, so any finite bounds work.
 // - Memory: 20 bytes per loose cell plus 8 (`start`, `count`), 4 per tight
 //   cell, 8 per link (the link count changes only when a loose box crosses
 //   a tight-cell line), and per element 16 for the base's box, 4 for
@@ -84,6 +99,15 @@
 #define LG_TIGHT_RATIO 2
 /// Default loose cell width, in typical element widths.
 #define LG_CELL_WIDTHS 10.0f
+/// Below this many elements the world stays as created: clamping a few
+/// onto border cells costs nothing.
+#define LG_FIT_MIN 32
+/// Centres sampled to fit the world in qg_insert and qg_move (on the stack),
+/// and to look for crowding in qg_cleanup.
+#define LG_SAMPLE 2048
+#define LG_CROWD_SAMPLE 256
+/// Cleanups without a crowding check after a look at the world.
+#define LG_FIT_WAIT 8
 /// Elements of a loose cell gathered on the C stack for the pair loop;
 /// bigger cells are walked in place.
 #define LG_GATHER 64
@@ -135,6 +159,11 @@ typedef struct loose_grid {
     bool fresh;        ///< no change since the last cleanup
     int32_t steady_high; ///< box_high seen by the last qg_cleanup
     float margin;
+    int32_t fit_next;   ///< population at which qg_insert looks at the world again
+    int32_t fit_wait;   ///< cleanups before the next crowding check
+    bool refit;         ///< cleanup saw crowding: the next insert or move looks
+    int32_t cfg_cells;  ///< loose cells of the configured world
+    float wx0, wy0, wx1, wy1; ///< the world: the bounds, or fitted to the elements
     int32_t lcols, lrows, tcols, trows;
     float ox, oy;
     float lsx, lsy; ///< loose cells per world unit
@@ -316,14 +345,32 @@ static void lg_unlink(loose_grid *g, int32_t i, qg_handle h)
     }
 }
 
-static int32_t lg_side(float extent, float cell)
+static int32_t lg_side(double extent, double cell)
 {
-    double n = floor((double)extent / (double)cell);
+    double n = floor(extent / cell);
     if (!(n >= 1.0))
         n = 1.0;
     if (n > LG_MAX_SIDE)
         n = LG_MAX_SIDE;
     return (int32_t)n;
+}
+
+/// Sets the mapping for the world [x0, x1] x [y0, y1] of lcols x lrows
+/// loose cells (extents in double: finite for any finite floats).
+static void lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t lcols, int32_t lrows)
+{
+    const double ex = qg_extent(x0, x1), ey = qg_extent(y0, y1);
+    g->wx0 = x0, g->wy0 = y0, g->wx1 = x1, g->wy1 = y1;
+    g->lcols = lcols;
+    g->lrows = lrows;
+    g->tcols = (lcols + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
+    g->trows = (lrows + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
+    g->ox = x0;
+    g->oy = y0;
+    g->lsx = (float)((double)g->lcols / ex);
+    g->lsy = (float)((double)g->lrows / ey);
+    g->tsx = (float)((double)g->tcols / ex);
+    g->tsy = (float)((double)g->trows / ey);
 }
 
 /// Typical element width: the configured one, or one the bounds suggest.
@@ -350,23 +397,18 @@ static qg_status loose_grid_init(qg_index *index)
 {
     loose_grid *g = (loose_grid *)index;
     const qg_config *c = &index->config;
-    const float ex = c->bounds.max_x - c->bounds.min_x, ey = c->bounds.max_y - c->bounds.min_y;
-    g->lcols = lg_side(ex, c->cell_size);
-    g->lrows = lg_side(ey, c->cell_size);
-    while ((int64_t)g->lcols * g->lrows > LG_MAX_CELLS) {
-        if (g->lcols >= g->lrows)
-            g->lcols = (g->lcols + 1) / 2;
+    const qg_rect w = c->bounds;
+    const double ex = qg_extent(w.min_x, w.max_x), ey = qg_extent(w.min_y, w.max_y);
+    int32_t lcols = lg_side(ex, c->cell_size), lrows = lg_side(ey, c->cell_size);
+    while ((int64_t)lcols * lrows > LG_MAX_CELLS) {
+        if (lcols >= lrows)
+            lcols = (lcols + 1) / 2;
         else
-            g->lrows = (g->lrows + 1) / 2;
+            lrows = (lrows + 1) / 2;
     }
-    g->tcols = (g->lcols + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
-    g->trows = (g->lrows + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
-    g->ox = c->bounds.min_x;
-    g->oy = c->bounds.min_y;
-    g->lsx = (float)((double)g->lcols / ex);
-    g->lsy = (float)((double)g->lrows / ey);
-    g->tsx = (float)((double)g->tcols / ex);
-    g->tsy = (float)((double)g->trows / ey);
+    lg_layout(g, w.min_x, w.min_y, w.max_x, w.max_y, lcols, lrows);
+    g->cfg_cells = lcols * lrows;
+    g->fit_next = LG_FIT_MIN;
     // Half a typical element: covers a frame's move of anything that moves
     // less than its own size per frame, and barely widens the loose boxes.
     g->margin = 0.5f * (c->element_size > 0.0f ? c->element_size : c->cell_size / LG_CELL_WIDTHS);
@@ -406,12 +448,28 @@ static void loose_grid_destroy(qg_index *index)
     qg_array_free(&index->alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t));
 }
 
-static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+/// A world for the elements: see the file's header.
+typedef struct lg_plan {
+    float x0, y0, x1, y1; ///< the world
+    int32_t lcols, lrows;
+    float qx0, qy0, qx1, qy1; ///< the quantile box of the sampled centres
+} lg_plan;
+
+static void lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect obox, lg_plan *p);
+static bool lg_plan_better(const loose_grid *g, const lg_plan *p);
+static qg_status lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handle oh, qg_rect obox, bool insert);
+
+/// After a look at the world (re-fitted or not): the next look comes when
+/// the population doubled or cleanup sees crowding again.
+static void lg_looked(loose_grid *g, int32_t n)
 {
-    loose_grid *g = (loose_grid *)index;
-    if (!qg_txn_reserve(txn, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), (int64_t)h + 1) ||
-        !lg_reserve_item(g, txn))
-        return QG_ERR_NOMEM;
+    g->refit = false;
+    g->fit_wait = LG_FIT_WAIT;
+    g->fit_next = n > INT32_MAX / 2 ? INT32_MAX : 2 * n;
+}
+
+static qg_status lg_insert_here(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
+{
     const int32_t i = lg_loose_of(g, box);
     const qg_status s = lg_grow(g, txn, i, lg_fatten(g, box));
     if (s != QG_OK)
@@ -419,6 +477,26 @@ static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg
     g->fresh = false;
     lg_push(g, i, h, box);
     return QG_OK;
+}
+
+static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    loose_grid *g = (loose_grid *)index;
+    if (!qg_txn_reserve(txn, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), (int64_t)h + 1) ||
+        !lg_reserve_item(g, txn))
+        return QG_ERR_NOMEM;
+    const int32_t n = index->count + 1;
+    if (!g->refit && n < g->fit_next)
+        return lg_insert_here(g, txn, h, box);
+    // Time to look at the world (the population doubled, or cleanup saw
+    // crowding): a build is fitted before its first cleanup, in O(n) in
+    // all over the doublings.
+    lg_plan p;
+    lg_plan_world(g, n, h, box, &p);
+    const qg_status s = lg_plan_better(g, &p) ? lg_refit(g, txn, &p, h, box, true) : lg_insert_here(g, txn, h, box);
+    if (s == QG_OK)
+        lg_looked(g, n);
+    return s;
 }
 
 static void loose_grid_remove(qg_index *index, qg_handle h)
@@ -452,9 +530,9 @@ static qg_status lg_move_far(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect bo
     return QG_OK;
 }
 
-static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static inline qg_status lg_move_plain(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    loose_grid *g = (loose_grid *)index;
+    qg_index *index = &g->base;
     g->fresh = false;
     const uint32_t w = g->cell[h];
     const int32_t ni = lg_loose_of(g, box);
@@ -468,6 +546,28 @@ static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
         return QG_OK;
     }
     return lg_move_far(g, txn, h, box, ni);
+}
+
+static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    loose_grid *g = (loose_grid *)index;
+    if (g->refit) {
+        // Cleanup saw crowding and could not allocate: this move looks at
+        // the world and re-fits it if that helps.
+        lg_plan p;
+        lg_plan_world(g, index->count, h, box, &p);
+        if (lg_plan_better(g, &p)) {
+            const qg_status s = lg_refit(g, txn, &p, h, box, false);
+            if (s == QG_OK)
+                lg_looked(g, index->count);
+            return s;
+        }
+        const qg_status s = lg_move_plain(g, txn, h, box);
+        if (s == QG_OK)
+            lg_looked(g, index->count);
+        return s;
+    }
+    return lg_move_plain(g, txn, h, box);
 }
 
 /// Rebuilds every tight cell's list from the loose boxes, in place: a
@@ -658,6 +758,265 @@ static void lg_sort(loose_grid *g, int32_t n)
     }
 }
 
+/// The k-th smallest of a[0, n) (quickselect; the values are finite).
+static float lg_select(float *a, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const float pivot = a[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                ++i;
+            while (a[j] > pivot)
+                --j;
+            if (i <= j) {
+                const float t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return a[k];
+}
+
+/// Centres of up to LG_SAMPLE live elements, evenly spread over the
+/// handles (element oh taken with box obox). Returns how many.
+static int lg_sample(const loose_grid *g, qg_handle oh, qg_rect obox, float *xs, float *ys)
+{
+    const qg_index *index = &g->base;
+    const int32_t high = index->box_high, stride = high / LG_SAMPLE + 1;
+    int m = 0;
+    for (int32_t h = 0; h < high && m < LG_SAMPLE; h += stride) {
+        if (!qg_slot_live(index, h))
+            continue;
+        const qg_rect b = h == oh ? obox : index->boxes[h];
+        xs[m] = b.min_x * 0.5f + b.max_x * 0.5f;
+        ys[m] = b.min_y * 0.5f + b.max_y * 0.5f;
+        m++;
+    }
+    return m;
+}
+
+static float lg_to_float(double v)
+{
+    return v < -(double)FLT_MAX ? -FLT_MAX : v > (double)FLT_MAX ? FLT_MAX : (float)v;
+}
+
+/// [lo - pad, hi + pad] in float, never empty.
+static void lg_widen(float lo, float hi, double pad, float *a, float *b)
+{
+    *a = lg_to_float((double)lo - pad);
+    *b = lg_to_float((double)hi + pad);
+    if (!(*a < *b)) {
+        *a = nextafterf(*a, -FLT_MAX);
+        *b = nextafterf(*b, FLT_MAX);
+    }
+}
+
+/// The world for n elements (element oh with box obox): the configured one
+/// when a sample of their centres fills the bounds, else fitted to the
+/// sample (see the file's header).
+static void lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect obox, lg_plan *p)
+{
+    const qg_config *c = &g->base.config;
+    const qg_rect bd = c->bounds;
+    float xs[LG_SAMPLE], ys[LG_SAMPLE];
+    const int m = n >= LG_FIT_MIN ? lg_sample(g, oh, obox, xs, ys) : 0;
+    const double bx = qg_extent(bd.min_x, bd.max_x), by = qg_extent(bd.min_y, bd.max_y);
+    *p = (lg_plan){bd.min_x, bd.min_y, bd.max_x, bd.max_y, 0, 0, bd.min_x, bd.min_y, bd.max_x, bd.max_y};
+    bool configured = true;
+    if (m >= LG_FIT_MIN) {
+        const int k = m / 256;
+        p->qx0 = lg_select(xs, m, k);
+        p->qx1 = lg_select(xs, m, m - 1 - k);
+        p->qy0 = lg_select(ys, m, k);
+        p->qy1 = lg_select(ys, m, m - 1 - k);
+        const double ex = qg_extent(p->qx0, p->qx1), ey = qg_extent(p->qy0, p->qy1);
+        configured = p->qx0 >= bd.min_x && p->qx1 <= bd.max_x && p->qy0 >= bd.min_y && p->qy1 <= bd.max_y &&
+                     2.0 * ex >= bx && 2.0 * ey >= by;
+        if (!configured) {
+            // An eighth more than the quantiles (and a cell, for a pile in
+            // one spot): a crowd that wanders stays inside for a while.
+            const double cell = c->cell_size;
+            lg_widen(p->qx0, p->qx1, ex / 8.0 + cell, &p->x0, &p->x1);
+            lg_widen(p->qy0, p->qy1, ey / 8.0 + cell, &p->y0, &p->y1);
+            int32_t cols = lg_side(qg_extent(p->x0, p->x1), cell), rows = lg_side(qg_extent(p->y0, p->y1), cell);
+            // Cells of the configured size, but not many more than the
+            // elements (an empty cell still costs its 32 bytes).
+            int64_t cap = 2 * (int64_t)n > g->cfg_cells ? 2 * (int64_t)n : g->cfg_cells;
+            cap = cap < LG_MAX_CELLS ? cap : LG_MAX_CELLS;
+            if ((int64_t)cols * rows > cap) {
+                const double f = sqrt((double)cap / ((double)cols * (double)rows));
+                cols = (int32_t)((double)cols * f);
+                rows = (int32_t)((double)rows * f);
+                cols = cols < 1 ? 1 : cols;
+                rows = rows < 1 ? 1 : rows;
+            }
+            p->lcols = cols;
+            p->lrows = rows;
+        }
+    }
+    if (configured) {
+        int32_t cols = lg_side(bx, c->cell_size), rows = lg_side(by, c->cell_size);
+        while ((int64_t)cols * rows > LG_MAX_CELLS) {
+            if (cols >= rows)
+                cols = (cols + 1) / 2;
+            else
+                rows = (rows + 1) / 2;
+        }
+        p->lcols = cols;
+        p->lrows = rows;
+    }
+}
+
+/// Whether re-fitting to plan p is worth a rebuild: the elements' quantile
+/// box leaves the world (they pile on its border cells), the world is far
+/// larger than the plan's (they crowd a few cells), or the population has
+/// grown to allow twice the cells. Otherwise the world is good enough: the
+/// margins keep a re-fit from following every small drift.
+static bool lg_plan_better(const loose_grid *g, const lg_plan *p)
+{
+    if (p->x0 == g->wx0 && p->y0 == g->wy0 && p->x1 == g->wx1 && p->y1 == g->wy1 && p->lcols == g->lcols &&
+        p->lrows == g->lrows)
+        return false;
+    if (p->qx0 < g->wx0 || p->qx1 > g->wx1 || p->qy0 < g->wy0 || p->qy1 > g->wy1)
+        return true;
+    const double have = qg_extent(g->wx0, g->wx1) * qg_extent(g->wy0, g->wy1);
+    const double want = qg_extent(p->x0, p->x1) * qg_extent(p->y0, p->y1);
+    if (have > 4.0 * want)
+        return true;
+    return (int64_t)p->lcols * p->lrows >= 2 * (int64_t)g->lcols * g->lrows;
+}
+
+/// Whether cleanup should ask the next insert or move to look at the world:
+/// a sample of the items (in cell order, boxes current) has a 32nd of its
+/// centres outside the world, or lies in under an eighth of it.
+static bool lg_crowded(const loose_grid *g, int32_t n)
+{
+    const int32_t stride = n / LG_CROWD_SAMPLE + 1;
+    int32_t m = 0, out = 0;
+    float l = INFINITY, t = INFINITY, r = -INFINITY, b = -INFINITY;
+    for (int32_t k = 0; k < n; k += stride, ++m) {
+        const qg_rect e = g->items[k].box;
+        const float cx = e.min_x * 0.5f + e.max_x * 0.5f, cy = e.min_y * 0.5f + e.max_y * 0.5f;
+        out += (cx < g->wx0) | (cx > g->wx1) | (cy < g->wy0) | (cy > g->wy1);
+        l = cx < l ? cx : l;
+        t = cy < t ? cy : t;
+        r = cx > r ? cx : r;
+        b = cy > b ? cy : b;
+    }
+    if (32 * out > m)
+        return true;
+    const double cell = g->base.config.cell_size;
+    const double need = (qg_extent(l, r) + 2.0 * cell) * (qg_extent(t, b) + 2.0 * cell);
+    return 8.0 * need < qg_extent(g->wx0, g->wx1) * qg_extent(g->wy0, g->wy1);
+}
+
+/// lg_collect for a new world: each element's loose cell is computed from
+/// its box (and written to its `cell` word, with an epoch other than the
+/// current one: the rebuilt loose box holds its box plus the margin).
+static int32_t lg_collect_refit(loose_grid *g)
+{
+    lg_item *items = g->items;
+    int32_t *key = g->next, *count = g->count;
+    const qg_rect *boxes = g->base.boxes;
+    const int32_t high = g->item_high;
+    const uint32_t seen = (g->epoch + LG_EPOCHS - 1) % LG_EPOCHS;
+    int32_t w = 0;
+    for (int32_t k = 0; k < high; ++k) {
+        const qg_handle h = items[k].h;
+        if (h < 0)
+            continue;
+        const int32_t c = lg_loose_of(g, boxes[h]);
+        g->cell[h] = (uint32_t)c | seen << LG_CELL_BITS;
+        items[w] = (lg_item){h, boxes[h]};
+        key[w] = c;
+        count[c]++;
+        w++;
+    }
+    return w;
+}
+
+/// Moves the index into plan p's world (element oh given box obox: the box
+/// of a move, or of an insert whose slot is taken and whose item is
+/// reserved). Everything is allocated first: the new cell arrays, and the
+/// links their loose boxes need (computed from the elements, before any
+/// change); QG_ERR_NOMEM then leaves the index as it was (the caller's txn
+/// shrinks the links back). Then the old arrays go, and every element is
+/// re-filed as qg_cleanup does (the loose boxes come out as computed, so
+/// nothing is clipped and the links suffice).
+static qg_status lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handle oh, qg_rect obox, bool insert)
+{
+    qg_index *index = &g->base;
+    qg_alloc *alloc = &index->alloc;
+    loose_grid next = *g; // the new mapping, computed with before any change
+    lg_layout(&next, p->x0, p->y0, p->x1, p->y1, p->lcols, p->lrows);
+    const int32_t nl = next.lcols * next.lrows, nt = next.tcols * next.trows;
+    const size_t loose_bytes = (size_t)nl * sizeof(lg_loose), tight_bytes = (size_t)nt * sizeof(int32_t),
+                 start_bytes = ((size_t)nl + 1) * sizeof(int32_t), count_bytes = (size_t)nl * sizeof(int32_t);
+    lg_loose *loose = qg_mem_alloc(alloc, loose_bytes);
+    int32_t *tight = loose ? qg_mem_alloc(alloc, tight_bytes) : NULL;
+    int32_t *start = tight ? qg_mem_alloc(alloc, start_bytes) : NULL;
+    int32_t *count = start ? qg_mem_alloc(alloc, count_bytes) : NULL;
+    bool ok = count != NULL;
+    if (ok) {
+        for (int32_t i = 0; i < nl; ++i)
+            loose[i] = lg_empty;
+        for (qg_handle h = 0; h < index->box_high; ++h) {
+            if (!qg_slot_live(index, h))
+                continue;
+            // (the cell from the box itself, as lg_collect_refit files it)
+            const qg_rect e = h == oh ? obox : index->boxes[h], b = lg_fatten(g, e);
+            lg_loose *c = &loose[lg_loose_of(&next, e)];
+            c->l = b.min_x < c->l ? b.min_x : c->l;
+            c->t = b.min_y < c->t ? b.min_y : c->t;
+            c->r = b.max_x > c->r ? b.max_x : c->r;
+            c->b = b.max_y > c->b ? b.max_y : c->b;
+        }
+        int64_t links = 0;
+        for (int32_t i = 0; i < nl; ++i)
+            links += lg_range_size(lg_cell_range(&next, &loose[i]));
+        ok = qg_txn_reserve(txn, (void **)&g->links.data, &g->links.capacity, sizeof(qg_enode), links);
+    }
+    if (!ok) {
+        qg_mem_free(alloc, count, count_bytes);
+        qg_mem_free(alloc, start, start_bytes);
+        qg_mem_free(alloc, tight, tight_bytes);
+        qg_mem_free(alloc, loose, loose_bytes);
+        return QG_ERR_NOMEM;
+    }
+    qg_array_free(alloc, (void **)&g->loose, &g->loose_capacity, sizeof(lg_loose));
+    qg_array_free(alloc, (void **)&g->tight, &g->tight_capacity, sizeof(int32_t));
+    qg_array_free(alloc, (void **)&g->start, &g->start_capacity, sizeof(int32_t));
+    qg_array_free(alloc, (void **)&g->count, &g->count_capacity, sizeof(int32_t));
+    g->loose = loose, g->loose_capacity = nl;
+    g->tight = tight, g->tight_capacity = nt;
+    g->start = start, g->start_capacity = nl + 1;
+    g->count = count, g->count_capacity = nl;
+    memset(count, 0, count_bytes);
+    lg_layout(g, p->x0, p->y0, p->x1, p->y1, p->lcols, p->lrows);
+    if (insert)
+        g->items[lg_take_item(g)].h = oh;
+    else
+        index->boxes[oh] = obox;
+    g->epoch = (g->epoch + 1) % LG_EPOCHS;
+    const int32_t n = lg_collect_refit(g);
+    lg_sort(g, n);
+    g->packed = n;
+    g->item_high = n;
+    g->free_item = -1;
+    g->fresh = true;
+    lg_relink(g);
+    return QG_OK;
+}
+
 static void loose_grid_cleanup(qg_index *index)
 {
     loose_grid *g = (loose_grid *)index;
@@ -670,6 +1029,14 @@ static void loose_grid_cleanup(qg_index *index)
     g->fresh = true;
     lg_relink(g);
     lg_trim_steady(g);
+    // A re-fit allocates, so cleanup only looks for crowding (now and then)
+    // and leaves the re-fit to the next insert or move.
+    if (g->fit_wait > 0) {
+        g->fit_wait--;
+    } else if (n >= LG_FIT_MIN && !g->refit) {
+        g->refit = lg_crowded(g, n);
+        g->fit_wait = LG_FIT_WAIT;
+    }
 }
 
 static void loose_grid_clear(qg_index *index)
@@ -685,6 +1052,9 @@ static void loose_grid_clear(qg_index *index)
     g->item_high = 0;
     g->packed = 0;
     g->free_item = -1;
+    g->refit = false;
+    g->fit_wait = 0;
+    g->fit_next = LG_FIT_MIN; // the world stays; the next build looks again
 }
 
 static inline int32_t lg_max32(int32_t a, int32_t b)
@@ -971,16 +1341,15 @@ static void loose_grid_stats(const qg_index *index, qg_stats *stats)
 static void loose_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 {
     const loose_grid *g = (const loose_grid *)index;
-    const qg_rect b = index->config.bounds;
-    const float w = (b.max_x - b.min_x) / (float)g->tcols, hgt = (b.max_y - b.min_y) / (float)g->trows;
+    const double w = qg_extent(g->wx0, g->wx1) / g->tcols, hgt = qg_extent(g->wy0, g->wy1) / g->trows;
     for (int32_t ty = 0; ty < g->trows; ++ty) {
         for (int32_t tx = 0; tx < g->tcols; ++tx) {
             int32_t count = 0;
             for (int32_t e = g->tight[ty * g->tcols + tx]; e >= 0; e = g->links.data[e].next)
                 count++;
-            const qg_rect r = {b.min_x + (float)tx * w, b.min_y + (float)ty * hgt,
-                               tx + 1 == g->tcols ? b.max_x : b.min_x + (float)(tx + 1) * w,
-                               ty + 1 == g->trows ? b.max_y : b.min_y + (float)(ty + 1) * hgt};
+            const qg_rect r = {(float)(g->wx0 + tx * w), (float)(g->wy0 + ty * hgt),
+                               tx + 1 == g->tcols ? g->wx1 : (float)(g->wx0 + (tx + 1) * w),
+                               ty + 1 == g->trows ? g->wy1 : (float)(g->wy0 + (ty + 1) * hgt)};
             fn(r, 0, count, user);
         }
     }
@@ -1011,7 +1380,9 @@ static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
     const loose_grid *g = (const loose_grid *)index;
     const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
     if (nl < 1 || nl > g->loose_capacity || nt < 1 || nt > g->tight_capacity || g->start_capacity < nl + 1 ||
-        g->count_capacity < nl)
+        g->count_capacity < nl || !(g->wx0 < g->wx1) || !(g->wy0 < g->wy1) ||
+        g->tcols != (g->lcols + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO ||
+        g->trows != (g->lrows + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO)
         return QG_ERR_INVALID;
     if (index->box_high > 0 && g->cell_capacity < index->box_high)
         return QG_ERR_INVALID;
