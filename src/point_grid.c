@@ -167,6 +167,7 @@ typedef struct pg_level {
     bool refit;         ///< the next qg_cleanup re-sorts (more cells arrived)
     int32_t want_cells; ///< cells a re-fit asked for beyond start_capacity
     int64_t calm;       ///< border elements a re-fit chose to keep (pg_border_crowded)
+    int32_t fit_count;  ///< elements when pg_refit last sampled
     int32_t config_cells; ///< cells of the configured bounds at this level's cell size
     int32_t cols, rows;
     int32_t gmax_x, gmax_y; ///< largest fixed-point coordinate: cols * PG_Q - 1
@@ -609,6 +610,13 @@ static bool pg_refit(point_grid *g, int32_t k, float x0, float y0, float x1, flo
     const bool spill = x0 < gx0 || y0 < gy0 || x1 >= gx1 || y1 >= gy1;
     if (!spill && !asked && !(span * 4 < (double)cells && cells > 16))
         return false;
+    // A level that keeps a few elements outside its world (or in a corner
+    // of it) by choice is looked at again when it was asked to, or once its
+    // population doubled or halved: a bulk insert re-sorts every eighth of
+    // its growth and need not sample each time.
+    if (!asked && L->fit_count > 0 && L->count < 2 * L->fit_count && 2 * L->count > L->fit_count)
+        return false;
+    L->fit_count = L->count;
     float xs[PG_SAMPLE], ys[PG_SAMPLE];
     union {
         float f[PG_SAMPLE];
