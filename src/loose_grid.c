@@ -57,13 +57,15 @@
 //   The fitted world is the 1/256..255/256 quantiles of a fixed sample of
 //   the elements' centres, widened by an eighth and a cell (the few outliers
 //   clamp onto its border cells), with cells of the configured size and at
-//   most max(configured cells, 2 per element) of them; when the quantiles
+//   most max(1024, 2 per element) of them; when the quantiles
 //   fill at least half of the configured bounds on both axes and lie inside
 //   them, the world is the configured one, as created. A re-fit needs new
 //   cell arrays and links, so it runs only where an allocation may fail
 //   cleanly: in qg_insert when the population doubled since the last look,
-//   and in qg_insert or qg_move after qg_cleanup saw crowding (a 32nd of a
-//   sample outside the world, or the sample in under an eighth of it). It
+//   and in the qg_insert or qg_move after crowding was seen: by qg_cleanup
+//   (a 32nd of a sample outside the world, or the sample in under an eighth
+//   of it) or by the inserts and far moves (a 32nd of the population placed
+//   outside the world since the last cleanup). It
 //   allocates everything first, then re-files every element as qg_cleanup
 //   does (lg_refit); a failure leaves the old world untouched. Extents are
 //   in double, so any finite bounds work.
@@ -105,8 +107,10 @@
 /// Centres sampled to fit the world in qg_insert and qg_move (on the stack),
 /// and to look for crowding in qg_cleanup.
 #define LG_SAMPLE 2048
+/// A fitted world has at most max(LG_FIT_CELLS, 2 per element) loose cells.
+#define LG_FIT_CELLS 1024
 #define LG_CROWD_SAMPLE 256
-/// Cleanups without a crowding check after a look at the world.
+/// Cleanups without a crowding check after crowding a re-fit would not help.
 #define LG_FIT_WAIT 8
 /// Elements of a loose cell gathered on the C stack for the pair loop;
 /// bigger cells are walked in place.
@@ -159,10 +163,13 @@ typedef struct loose_grid {
     bool fresh;        ///< no change since the last cleanup
     int32_t steady_high; ///< box_high seen by the last qg_cleanup
     float margin;
+    float cell_w;       ///< loose cell width the world was laid out for
+    float cfg_margin;   ///< the margin of the configured world
+    bool auto_size;     ///< no element_size or cell_size given: fitted worlds size cells by the elements
     int32_t fit_next;   ///< population at which qg_insert looks at the world again
     int32_t fit_wait;   ///< cleanups before the next crowding check
-    bool refit;         ///< cleanup saw crowding: the next insert or move looks
-    int32_t cfg_cells;  ///< loose cells of the configured world
+    bool refit;         ///< crowding seen: the next insert or move looks
+    int32_t strays;     ///< far moves and inserts outside the world since the last look or cleanup
     float wx0, wy0, wx1, wy1; ///< the world: the bounds, or fitted to the elements
     int32_t lcols, lrows, tcols, trows;
     float ox, oy;
@@ -407,7 +414,6 @@ static qg_status loose_grid_init(qg_index *index)
             lrows = (lrows + 1) / 2;
     }
     lg_layout(g, w.min_x, w.min_y, w.max_x, w.max_y, lcols, lrows);
-    g->cfg_cells = lcols * lrows;
     g->fit_next = LG_FIT_MIN;
     // Half a typical element: covers a frame's move of anything that moves
     // less than its own size per frame, and barely widens the loose boxes.
@@ -416,6 +422,9 @@ static qg_status loose_grid_init(qg_index *index)
     g->free_item = -1;
     if (!isfinite(g->margin))
         g->margin = 0.0f;
+    g->cfg_margin = g->margin;
+    g->cell_w = c->cell_size;
+    g->auto_size = c->element_size == 0.0f && c->cell_size == LG_CELL_WIDTHS * lg_element_size(c);
     qg_enode_pool_reset(&g->links);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
@@ -452,6 +461,7 @@ static void loose_grid_destroy(qg_index *index)
 typedef struct lg_plan {
     float x0, y0, x1, y1; ///< the world
     int32_t lcols, lrows;
+    float cell, margin;
     float qx0, qy0, qx1, qy1; ///< the quantile box of the sampled centres
 } lg_plan;
 
@@ -459,13 +469,28 @@ static void lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect 
 static bool lg_plan_better(const loose_grid *g, const lg_plan *p);
 static qg_status lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handle oh, qg_rect obox, bool insert);
 
-/// After a look at the world (re-fitted or not): the next look comes when
-/// the population doubled or cleanup sees crowding again.
-static void lg_looked(loose_grid *g, int32_t n)
+/// After a look at the world: the next look comes when the population
+/// doubled or cleanup sees crowding again. Crowding that a re-fit would not
+/// help (the world is already the plan's) is not looked at again for a few
+/// cleanups, so it costs a plan now and then, not every frame.
+static void lg_looked(loose_grid *g, int32_t n, bool refitted)
 {
+    if (g->refit && !refitted)
+        g->fit_wait = LG_FIT_WAIT;
     g->refit = false;
-    g->fit_wait = LG_FIT_WAIT;
+    g->strays = 0;
     g->fit_next = n > INT32_MAX / 2 ? INT32_MAX : 2 * n;
+}
+
+/// Counts an element placed outside the world (clamped onto a border cell)
+/// by an insert or a far move; once a 32nd of the population has, the next
+/// insert or move looks at the world. A crowd that teleports out is then
+/// followed within the frame, not a frame later by cleanup's check.
+static inline void lg_stray(loose_grid *g, qg_rect b)
+{
+    const float cx = b.min_x * 0.5f + b.max_x * 0.5f, cy = b.min_y * 0.5f + b.max_y * 0.5f;
+    if ((cx < g->wx0) | (cx > g->wx1) | (cy < g->wy0) | (cy > g->wy1))
+        g->refit |= ++g->strays > g->base.count / 32 + LG_FIT_MIN;
 }
 
 static qg_status lg_insert_here(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
@@ -476,6 +501,7 @@ static qg_status lg_insert_here(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect
         return s;
     g->fresh = false;
     lg_push(g, i, h, box);
+    lg_stray(g, box);
     return QG_OK;
 }
 
@@ -493,9 +519,10 @@ static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg
     // all over the doublings.
     lg_plan p;
     lg_plan_world(g, n, h, box, &p);
-    const qg_status s = lg_plan_better(g, &p) ? lg_refit(g, txn, &p, h, box, true) : lg_insert_here(g, txn, h, box);
+    const bool better = lg_plan_better(g, &p);
+    const qg_status s = better ? lg_refit(g, txn, &p, h, box, true) : lg_insert_here(g, txn, h, box);
     if (s == QG_OK)
-        lg_looked(g, n);
+        lg_looked(g, n, better);
     return s;
 }
 
@@ -527,6 +554,7 @@ static qg_status lg_move_far(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect bo
     }
     g->cell[h] = lg_cell_word(g, ni);
     g->base.boxes[h] = box;
+    lg_stray(g, box);
     return QG_OK;
 }
 
@@ -556,15 +584,10 @@ static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
         // the world and re-fits it if that helps.
         lg_plan p;
         lg_plan_world(g, index->count, h, box, &p);
-        if (lg_plan_better(g, &p)) {
-            const qg_status s = lg_refit(g, txn, &p, h, box, false);
-            if (s == QG_OK)
-                lg_looked(g, index->count);
-            return s;
-        }
-        const qg_status s = lg_move_plain(g, txn, h, box);
+        const bool better = lg_plan_better(g, &p);
+        const qg_status s = better ? lg_refit(g, txn, &p, h, box, false) : lg_move_plain(g, txn, h, box);
         if (s == QG_OK)
-            lg_looked(g, index->count);
+            lg_looked(g, index->count, better);
         return s;
     }
     return lg_move_plain(g, txn, h, box);
@@ -788,7 +811,7 @@ static float lg_select(float *a, int n, int k)
 
 /// Centres of up to LG_SAMPLE live elements, evenly spread over the
 /// handles (element oh taken with box obox). Returns how many.
-static int lg_sample(const loose_grid *g, qg_handle oh, qg_rect obox, float *xs, float *ys)
+static int lg_sample(const loose_grid *g, qg_handle oh, qg_rect obox, float *xs, float *ys, float *ws)
 {
     const qg_index *index = &g->base;
     const int32_t high = index->box_high, stride = high / LG_SAMPLE + 1;
@@ -799,6 +822,8 @@ static int lg_sample(const loose_grid *g, qg_handle oh, qg_rect obox, float *xs,
         const qg_rect b = h == oh ? obox : index->boxes[h];
         xs[m] = b.min_x * 0.5f + b.max_x * 0.5f;
         ys[m] = b.min_y * 0.5f + b.max_y * 0.5f;
+        const float w = b.max_x - b.min_x, hgt = b.max_y - b.min_y; // (may overflow to +inf: still ordered)
+        ws[m] = w > hgt ? w : hgt;
         m++;
     }
     return m;
@@ -827,10 +852,11 @@ static void lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect 
 {
     const qg_config *c = &g->base.config;
     const qg_rect bd = c->bounds;
-    float xs[LG_SAMPLE], ys[LG_SAMPLE];
-    const int m = n >= LG_FIT_MIN ? lg_sample(g, oh, obox, xs, ys) : 0;
+    float xs[LG_SAMPLE], ys[LG_SAMPLE], ws[LG_SAMPLE];
+    const int m = n >= LG_FIT_MIN ? lg_sample(g, oh, obox, xs, ys, ws) : 0;
     const double bx = qg_extent(bd.min_x, bd.max_x), by = qg_extent(bd.min_y, bd.max_y);
-    *p = (lg_plan){bd.min_x, bd.min_y, bd.max_x, bd.max_y, 0, 0, bd.min_x, bd.min_y, bd.max_x, bd.max_y};
+    *p = (lg_plan){bd.min_x, bd.min_y, bd.max_x, bd.max_y, 0, 0, c->cell_size, g->cfg_margin,
+                   bd.min_x, bd.min_y, bd.max_x, bd.max_y};
     bool configured = true;
     if (m >= LG_FIT_MIN) {
         const int k = m / 256;
@@ -844,13 +870,24 @@ static void lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect 
         if (!configured) {
             // An eighth more than the quantiles (and a cell, for a pile in
             // one spot): a crowd that wanders stays inside for a while.
-            const double cell = c->cell_size;
+            if (g->auto_size) {
+                // Cells chosen from bounds far too large for the elements
+                // would hold them all: size cells and margin by the
+                // elements' median width instead.
+                const float w = lg_select(ws, m, m / 2);
+                if (w > 0.0f && w < FLT_MAX / (2.0f * LG_CELL_WIDTHS)) {
+                    p->cell = LG_CELL_WIDTHS * w;
+                    p->margin = 0.5f * w;
+                }
+            }
+            const double cell = p->cell;
             lg_widen(p->qx0, p->qx1, ex / 8.0 + cell, &p->x0, &p->x1);
             lg_widen(p->qy0, p->qy1, ey / 8.0 + cell, &p->y0, &p->y1);
             int32_t cols = lg_side(qg_extent(p->x0, p->x1), cell), rows = lg_side(qg_extent(p->y0, p->y1), cell);
             // Cells of the configured size, but not many more than the
-            // elements (an empty cell still costs its 32 bytes).
-            int64_t cap = 2 * (int64_t)n > g->cfg_cells ? 2 * (int64_t)n : g->cfg_cells;
+            // elements (an empty cell still costs its 32 bytes; bounds far
+            // too large configure a million).
+            int64_t cap = 2 * (int64_t)n > LG_FIT_CELLS ? 2 * (int64_t)n : LG_FIT_CELLS;
             cap = cap < LG_MAX_CELLS ? cap : LG_MAX_CELLS;
             if ((int64_t)cols * rows > cap) {
                 const double f = sqrt((double)cap / ((double)cols * (double)rows));
@@ -884,8 +921,10 @@ static void lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect 
 static bool lg_plan_better(const loose_grid *g, const lg_plan *p)
 {
     if (p->x0 == g->wx0 && p->y0 == g->wy0 && p->x1 == g->wx1 && p->y1 == g->wy1 && p->lcols == g->lcols &&
-        p->lrows == g->lrows)
+        p->lrows == g->lrows && p->margin == g->margin)
         return false;
+    if (p->cell > 4.0f * g->cell_w || g->cell_w > 4.0f * p->cell)
+        return true;
     if (p->qx0 < g->wx0 || p->qx1 > g->wx1 || p->qy0 < g->wy0 || p->qy1 > g->wy1)
         return true;
     const double have = qg_extent(g->wx0, g->wx1) * qg_extent(g->wy0, g->wy1);
@@ -914,7 +953,7 @@ static bool lg_crowded(const loose_grid *g, int32_t n)
     }
     if (32 * out > m)
         return true;
-    const double cell = g->base.config.cell_size;
+    const double cell = g->cell_w;
     const double need = (qg_extent(l, r) + 2.0 * cell) * (qg_extent(t, b) + 2.0 * cell);
     return 8.0 * need < qg_extent(g->wx0, g->wx1) * qg_extent(g->wy0, g->wy1);
 }
@@ -958,6 +997,7 @@ static qg_status lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handl
     qg_alloc *alloc = &index->alloc;
     loose_grid next = *g; // the new mapping, computed with before any change
     lg_layout(&next, p->x0, p->y0, p->x1, p->y1, p->lcols, p->lrows);
+    next.margin = p->margin;
     const int32_t nl = next.lcols * next.lrows, nt = next.tcols * next.trows;
     const size_t loose_bytes = (size_t)nl * sizeof(lg_loose), tight_bytes = (size_t)nt * sizeof(int32_t),
                  start_bytes = ((size_t)nl + 1) * sizeof(int32_t), count_bytes = (size_t)nl * sizeof(int32_t);
@@ -973,7 +1013,7 @@ static qg_status lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handl
             if (!qg_slot_live(index, h))
                 continue;
             // (the cell from the box itself, as lg_collect_refit files it)
-            const qg_rect e = h == oh ? obox : index->boxes[h], b = lg_fatten(g, e);
+            const qg_rect e = h == oh ? obox : index->boxes[h], b = lg_fatten(&next, e);
             lg_loose *c = &loose[lg_loose_of(&next, e)];
             c->l = b.min_x < c->l ? b.min_x : c->l;
             c->t = b.min_y < c->t ? b.min_y : c->t;
@@ -1002,6 +1042,8 @@ static qg_status lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handl
     g->count = count, g->count_capacity = nl;
     memset(count, 0, count_bytes);
     lg_layout(g, p->x0, p->y0, p->x1, p->y1, p->lcols, p->lrows);
+    g->margin = p->margin;
+    g->cell_w = p->cell;
     if (insert)
         g->items[lg_take_item(g)].h = oh;
     else
@@ -1029,14 +1071,14 @@ static void loose_grid_cleanup(qg_index *index)
     g->fresh = true;
     lg_relink(g);
     lg_trim_steady(g);
-    // A re-fit allocates, so cleanup only looks for crowding (now and then)
-    // and leaves the re-fit to the next insert or move.
-    if (g->fit_wait > 0) {
+    // A re-fit allocates, so cleanup only looks for crowding (a sample of
+    // LG_CROWD_SAMPLE items) and leaves the re-fit to the next insert or
+    // move.
+    g->strays = 0;
+    if (g->fit_wait > 0)
         g->fit_wait--;
-    } else if (n >= LG_FIT_MIN && !g->refit) {
+    else if (n >= LG_FIT_MIN && !g->refit)
         g->refit = lg_crowded(g, n);
-        g->fit_wait = LG_FIT_WAIT;
-    }
 }
 
 static void loose_grid_clear(qg_index *index)
@@ -1053,6 +1095,7 @@ static void loose_grid_clear(qg_index *index)
     g->packed = 0;
     g->free_item = -1;
     g->refit = false;
+    g->strays = 0;
     g->fit_wait = 0;
     g->fit_next = LG_FIT_MIN; // the world stays; the next build looks again
 }
