@@ -1,0 +1,610 @@
+// QG_POINT_GRID: the kind's table and its structure calls: inserts, removes
+// and moves through the levels' tails and home cells, qg_cleanup's choice
+// between refresh and re-sort, queries, stats, visit and validate. The
+// overview of the kind is in point_grid.h; world.c owns the levels' worlds
+// and re-sorts, pairs.c and pairs_avx2.c the pair search.
+#include "point_grid.h"
+
+/// Adds h (box already in boxes[h], hb[h] naming level k) to level k's
+/// tail, or rebuilds the level when the tail is full. The caller has made
+/// room for the level's count slots.
+static void pg_tail_add(point_grid *g, int32_t k, qg_handle h)
+{
+    pg_level *L = &g->level[k];
+    if (L->tail >= pg_tail_limit(L) || L->listed + L->tail >= L->order_capacity - PG_PAD) {
+        qg_pg_rebuild(g, k);
+        return;
+    }
+    const pg_point p = pg_box_point(L, g->base.boxes[h]);
+    const int32_t s = L->listed + L->tail;
+    const int32_t row = p.y >> PG_QBITS;
+    pg_set_order(L, s, h, pg_tail_col(p));
+    L->sq[s] = L->tail_head[row];
+    L->tail_head[row] = (uint16_t)L->tail++;
+    g->hb[h] = (uint8_t)((uint32_t)k << 4 | PG_HB_TAIL);
+}
+
+/// Takes tail element h out of the list of `row`, leaving a tombstone.
+static void pg_tail_unlink(pg_level *L, qg_handle h, int32_t row)
+{
+    uint16_t *link = &L->tail_head[row];
+    while (*link != PG_TAIL_END) {
+        const int32_t s = L->listed + *link;
+        if (pg_order(L, s) == h) {
+            *link = L->sq[s];
+            pg_set_order(L, s, -1, 0);
+            L->tombstones++;
+            return;
+        }
+        link = &L->sq[s];
+    }
+}
+
+/// Leaves a tombstone in the home cell slot of listed element h, whose
+/// current point is p.
+static void pg_unlist(pg_level *L, uint32_t bits, qg_handle h, pg_point p)
+{
+    const int32_t hx = pg_home(p.x >> PG_QBITS, bits & 3), hy = pg_home(p.y >> PG_QBITS, bits >> 2 & 3);
+    const int32_t c = hy * L->cols + hx;
+    for (int32_t s = L->start[c]; s < L->start[c + 1]; ++s) {
+        if (pg_order(L, s) == h) {
+            pg_set_order(L, s, -1, 0);
+            break;
+        }
+    }
+    L->tombstones++;
+}
+
+/// Takes h (box `box`, the one it was listed with) out of its level.
+static void pg_take_out(point_grid *g, qg_handle h, qg_rect box)
+{
+    const uint32_t bits = g->hb[h];
+    pg_level *L = &g->level[pg_level_bits(bits)];
+    const pg_point p = pg_box_point(L, box);
+    if (bits & PG_HB_TAIL)
+        pg_tail_unlink(L, h, p.y >> PG_QBITS);
+    else
+        pg_unlist(L, bits, h, p);
+    L->count--;
+    g->hb[h] = PG_HB_NONE;
+}
+
+static qg_status point_grid_configure(qg_config *config)
+{
+    const float extent = qg_rect_extent(config->bounds);
+    if (config->max_element_size == 0.0f) {
+        // Twice the typical width; with no typical width either, a 256th of
+        // the bounds. Larger boxes go to coarser levels either way.
+        config->max_element_size = config->element_size > 0.0f ? 2.0f * config->element_size : extent / 256.0f;
+        if (!(config->max_element_size > 0.0f))
+            config->max_element_size = FLT_MIN;
+    }
+    // A cell must be wider than the pair reach plus both margins and a unit
+    // of rounding (a little under two and a half bounds), so that partners
+    // are never two cells apart. The default, six bounds, measured fastest
+    // at the agents workload (against five and seven; eight is slower, its
+    // coarser points letting more candidates through), and its cells' 4
+    // bytes are about half a byte per element there. Wider cells also have
+    // wider margins, so fewer elements leave them between re-sorts.
+    const float least = config->max_element_size * 2.5f;
+    if (config->cell_size == 0.0f)
+        config->cell_size = 6.0f * config->max_element_size;
+    if (config->cell_size < least || !isfinite(config->cell_size))
+        config->cell_size = isfinite(least) ? least : extent;
+    return QG_OK;
+}
+
+
+/// Gives level k its arrays (start, tail_head) if it has none, and room for
+/// `more` elements beyond its count. Grow first: nothing changes here but
+/// capacities.
+static bool pg_reserve_level(point_grid *g, qg_txn *txn, int32_t k, int32_t more)
+{
+    pg_level *L = &g->level[k];
+    if (!L->live &&
+        (!qg_txn_reserve(txn, (void **)&L->start, &L->start_capacity, sizeof(int32_t), (int64_t)L->cols * L->rows + 1) ||
+         !qg_txn_reserve(txn, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t), L->rows)))
+        return false;
+    const int64_t slots = (int64_t)L->count + more + PG_PAD;
+    return qg_txn_reserve(txn, (void **)&L->order, &L->order_capacity, sizeof(uint32_t), slots) &&
+           qg_txn_reserve(txn, (void **)&L->sq, &L->sq_capacity, sizeof(uint16_t), L->order_capacity);
+}
+
+/// Makes a level whose arrays were just reserved an empty grid.
+static void pg_make_live(point_grid *g, int32_t k)
+{
+    pg_level *L = &g->level[k];
+    if (L->live)
+        return;
+    L->live = true;
+    qg_pg_rebuild(g, k);
+}
+
+static qg_status point_grid_init(qg_index *index)
+{
+    point_grid *g = (point_grid *)index;
+    for (int32_t k = 0; k < PG_LEVELS; ++k)
+        qg_pg_level_init(&g->level[k], &index->config, k);
+    g->steady_high = -1;
+#if defined(PG_HAVE_AVX2)
+    g->wide = __builtin_cpu_supports("avx2");
+#endif
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!pg_reserve_level(g, &txn, 0, 0)) {
+        qg_txn_rollback(&txn);
+        return QG_ERR_NOMEM;
+    }
+    pg_make_live(g, 0);
+    return QG_OK;
+}
+
+static void point_grid_destroy(qg_index *index)
+{
+    point_grid *g = (point_grid *)index;
+    qg_array_free(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t));
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        pg_level *L = &g->level[k];
+        qg_array_free(&index->alloc, (void **)&L->start, &L->start_capacity, sizeof(int32_t));
+        qg_array_free(&index->alloc, (void **)&L->order, &L->order_capacity, sizeof(uint32_t));
+        qg_array_free(&index->alloc, (void **)&L->sq, &L->sq_capacity, sizeof(uint16_t));
+        qg_array_free(&index->alloc, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t));
+    }
+}
+
+static qg_status point_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    point_grid *g = (point_grid *)index;
+    if (h >= PG_MAX_HANDLES)
+        return QG_ERR_CAPACITY;
+    const int32_t k = pg_level_of(g, box);
+    if (!qg_txn_reserve(txn, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), (int64_t)h + 1) ||
+        !pg_reserve_level(g, txn, k, 1) || (g->want && !qg_pg_grow(g, txn)))
+        return QG_ERR_NOMEM;
+    // A new handle's hb byte is not set yet: the rebuild that makes a level
+    // live must not find h in it.
+    g->hb[h] = PG_HB_NONE;
+    pg_make_live(g, k);
+    g->level[k].count++;
+    g->hb[h] = (uint8_t)((uint32_t)k << 4 | PG_HB_TAIL);
+    pg_tail_add(g, k, h);
+    return QG_OK;
+}
+
+static void point_grid_remove(qg_index *index, qg_handle h)
+{
+    pg_take_out((point_grid *)index, h, index->boxes[h]);
+}
+
+/// The moves the common case leaves, within one level: a point past its
+/// home's margins, a long step, a tail element. The base's box is already
+/// the new one.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void pg_move_far(point_grid *g, int32_t k, qg_handle h, qg_rect old, qg_rect box)
+{
+    pg_level *L = &g->level[k];
+    pg_point op, np;
+    pg_point_pair(L, old, box, &op, &np);
+    const uint32_t bits = g->hb[h];
+    if (!(bits & PG_HB_TAIL)) {
+        const int32_t hx = pg_home(op.x >> PG_QBITS, bits & 3), hy = pg_home(op.y >> PG_QBITS, bits >> 2 & 3);
+        if (pg_in_margins(np, hx, hy))
+            return;
+        pg_unlist(L, bits, h, op);
+    } else {
+        // A tail element keeps its slot while its point stays in its cell
+        // (its row's list, its column byte).
+        const int32_t orow = op.y >> PG_QBITS;
+        if (orow == np.y >> PG_QBITS && (op.x >> PG_QBITS) == (np.x >> PG_QBITS))
+            return;
+        pg_tail_unlink(L, h, orow);
+    }
+    pg_tail_add(g, k, h);
+}
+
+/// Writes a box into the base's slot as two 8-byte halves, the two
+/// registers the calling convention passes a qg_rect in. One 16-byte store
+/// made the compiler assemble the box through the stack, and reading it
+/// back whole stalled on store forwarding (6 ms per million moves).
+static inline void pg_store_box(qg_rect *slot, qg_rect box)
+{
+    float lo[2] = {box.min_x, box.min_y}, hi[2] = {box.max_x, box.max_y};
+    memcpy(&slot->min_x, lo, sizeof lo);
+    memcpy(&slot->max_x, hi, sizeof hi);
+}
+
+/// A move within level k, the common case: a listed element keeps its slot
+/// while its new point stays in the margins of its home cell. Its old point
+/// lies in those margins, so after a step of at most near_x and near_y (half
+/// a cell, with room for rounding) the new point's cell is within one of
+/// home, and home follows from that cell and the home bits: the common move
+/// maps one point, not two. `old` is the box the base held, already
+/// replaced by `box`.
+static inline void pg_move_within(point_grid *g, pg_level *L, int32_t k, uint32_t bits, qg_handle h, qg_rect old,
+                                  qg_rect box)
+{
+    L->fresh = false;
+    if (!(bits & PG_HB_TAIL) && (fabsf(box.min_x - old.min_x) <= L->near_x) &
+                                    (fabsf(box.min_y - old.min_y) <= L->near_y)) {
+        const pg_point np = pg_box_point(L, box);
+        const int32_t hx = pg_home(np.x >> PG_QBITS, bits & 3), hy = pg_home(np.y >> PG_QBITS, bits >> 2 & 3);
+        if (pg_in_margins(np, hx, hy))
+            return;
+    }
+    pg_move_far(g, k, h, old, box);
+}
+
+/// A move to another level, or one that first reserves the cells a re-fit
+/// asked for. Grow first: every reservation before any change.
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static qg_status pg_move_other(point_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    const int32_t k = pg_level_bits(g->hb[h]), kn = pg_level_of(g, box);
+    if ((kn != k && !pg_reserve_level(g, txn, kn, 1)) || (g->want && !qg_pg_grow(g, txn)))
+        return QG_ERR_NOMEM;
+    qg_rect *const slot = &g->base.boxes[h];
+    const qg_rect old = *slot;
+    if (kn == k) {
+        pg_store_box(slot, box);
+        pg_move_within(g, &g->level[k], k, g->hb[h], h, old, box);
+        return QG_OK;
+    }
+    g->level[k].fresh = false;
+    pg_take_out(g, h, old);
+    *slot = box;
+    pg_make_live(g, kn);
+    g->level[kn].count++;
+    g->hb[h] = (uint8_t)((uint32_t)kn << 4 | PG_HB_TAIL);
+    pg_tail_add(g, kn, h);
+    return QG_OK;
+}
+
+static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    point_grid *g = (point_grid *)index;
+    // Level 0 by name: its fields at fixed offsets, as with one level.
+    if (!g->want && pg_fits(&g->level[0], box)) {
+        qg_rect *const slot = &index->boxes[h];
+        const qg_rect old = *slot;
+        const uint32_t bits = g->hb[h];
+        if ((bits & PG_HB_LEVEL) == 0) {
+            pg_store_box(slot, box);
+            pg_move_within(g, &g->level[0], 0, bits, h, old, box);
+            return QG_OK;
+        }
+    }
+    return pg_move_other(g, txn, h, box);
+}
+
+/// Gives back the spare capacity of a per-handle or per-slot array.
+static void pg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem, int32_t keep)
+{
+    if (keep < 16)
+        keep = 16; // the smallest block qg_txn_reserve makes
+    if (*capacity <= keep + keep / 64)
+        return;
+    *data = qg_mem_resize(alloc, *data, (size_t)*capacity * elem, (size_t)keep * elem);
+    *capacity = keep;
+}
+
+static void point_grid_cleanup(qg_index *index)
+{
+    point_grid *g = (point_grid *)index;
+    // Once no handle was issued since the last cleanup (a steady
+    // population), the arrays shrink to what is in use. Waiting for a steady
+    // call keeps a growing population from paying a shrink and a regrow
+    // every frame.
+    const int32_t high = index->box_high;
+    const bool steady = high > 0 && high == g->steady_high;
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        pg_level *L = &g->level[k];
+        if (!L->live)
+            continue;
+        // Rebuild once the tail and the tombstones are more than a sliver of
+        // the level, or a re-fit waits; otherwise, after any move, refresh
+        // the snapshot's points in place (searches read boxes until then).
+        const int64_t stale = (int64_t)L->tail + L->tombstones;
+        if (L->refit || (stale > 0 && stale * 64 >= L->count) || qg_pg_border_crowded(L))
+            qg_pg_rebuild(g, k);
+        else if (!L->fresh)
+            qg_pg_refresh(L, index->boxes);
+        if (steady && L->tail == 0 && L->tombstones == 0) {
+            pg_trim(&index->alloc, (void **)&L->order, &L->order_capacity, sizeof(uint32_t),
+                    L->count + pg_tail_room(L->count) + PG_PAD);
+            pg_trim(&index->alloc, (void **)&L->sq, &L->sq_capacity, sizeof(uint16_t), L->order_capacity);
+        }
+        // Cells a re-fit left unused (a world that shrank to its elements).
+        const int32_t cells = L->cols * L->rows;
+        if (steady && L->start_capacity > 2 * (cells + 1) + 1024 && L->want_cells == 0) {
+            pg_trim(&index->alloc, (void **)&L->start, &L->start_capacity, sizeof(int32_t), cells + 1);
+            pg_trim(&index->alloc, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t), L->rows);
+        }
+    }
+    if (steady) {
+        pg_trim(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high);
+        pg_trim(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), high);
+    }
+    g->steady_high = high;
+}
+
+static void point_grid_clear(qg_index *index)
+{
+    point_grid *g = (point_grid *)index;
+    if (g->hb_capacity > 0)
+        memset(g->hb, PG_HB_NONE, (size_t)g->hb_capacity);
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        pg_level *L = &g->level[k];
+        L->count = 0;
+        if (!L->live)
+            continue;
+        memset(L->start, 0, ((size_t)L->cols * L->rows + 1) * sizeof(int32_t));
+        for (int32_t r = 0; r < L->rows; ++r)
+            L->tail_head[r] = PG_TAIL_END;
+        L->listed = L->tail = L->tombstones = 0;
+        L->fresh = true;
+    }
+}
+
+/// qg_query on one level; false when the callback asked to stop.
+static bool pg_query_level(const pg_level *L, const qg_rect *boxes, qg_rect area, qg_query_fn *fn, void *user,
+                           qg_query_stats *stats)
+{
+    const pg_point lo = pg_point_of(L, pg_widen(L, area.min_x), pg_widen(L, area.min_y));
+    const pg_point hi = pg_point_of(L, area.max_x, area.max_y);
+    int32_t cx0, cy0, cx1, cy1;
+    pg_cell_range(L, lo, hi, &cx0, &cy0, &cx1, &cy1);
+    for (int32_t cy = cy0; cy <= cy1; ++cy) {
+        for (int32_t cx = cx0; cx <= cx1; ++cx) {
+            const int32_t c = cy * L->cols + cx;
+            stats->nodes_visited++;
+            for (int32_t s = L->start[c]; s < L->start[c + 1]; ++s) {
+                const qg_handle h = pg_order(L, s);
+                if (h < 0)
+                    continue;
+                const pg_point p = pg_slot_point(L, boxes, s, h, cx, cy);
+                if ((p.x < lo.x) | (p.x > hi.x) | (p.y < lo.y) | (p.y > hi.y))
+                    continue;
+                stats->elements_tested++;
+                if (qg_overlaps(boxes[h], area) && !fn(h, user))
+                    return false;
+            }
+        }
+    }
+    if (L->tail == 0)
+        return true;
+    const int32_t tx0 = lo.x >> PG_QBITS, tx1 = hi.x >> PG_QBITS;
+    for (int32_t row = lo.y >> PG_QBITS; row <= hi.y >> PG_QBITS; ++row) {
+        for (uint32_t t = L->tail_head[row]; t != PG_TAIL_END;) {
+            const int32_t s = L->listed + (int32_t)t;
+            const qg_handle h = pg_order(L, s);
+            t = L->sq[s];
+            if (!pg_tail_in_cols(L, s, tx0, tx1))
+                continue;
+            stats->elements_tested++;
+            if (qg_overlaps(boxes[h], area) && !fn(h, user))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void point_grid_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                             qg_query_stats *stats)
+{
+    const point_grid *g = (const point_grid *)index;
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        const pg_level *L = &g->level[k];
+        if (L->count > 0 && !pg_query_level(L, index->boxes, area, fn, user, stats))
+            return;
+    }
+}
+
+
+static void point_grid_stats(const qg_index *index, qg_stats *stats)
+{
+    const point_grid *g = (const point_grid *)index;
+    stats->nodes = 0;
+    stats->max_depth_reached = 0;
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        const pg_level *L = &g->level[k];
+        if (!L->live)
+            continue;
+        stats->nodes += L->cols * L->rows;
+        if (L->count > 0)
+            stats->max_depth_reached = k;
+    }
+    stats->leaves = stats->nodes;
+}
+
+/// qg_visit on one level: its cells at depth k.
+static void pg_visit_level(const pg_level *L, const qg_rect *boxes, int32_t k, qg_visit_fn *fn, void *user)
+{
+    // Cell edges from the mapping's inverse (the world's origin and scale).
+    const double wx = (double)PG_Q / L->sx, wy = (double)PG_Q / L->sy;
+    // Tail elements count in the cell of their point, gathered a chunk of
+    // columns at a time (one walk of the row's list per chunk).
+    enum { CHUNK = 256 };
+    int32_t extra[CHUNK];
+    for (int32_t cy = 0; cy < L->rows; ++cy) {
+        for (int32_t x0 = 0; x0 < L->cols; x0 += CHUNK) {
+            const int32_t x1 = x0 + CHUNK < L->cols ? x0 + CHUNK : L->cols;
+            memset(extra, 0, sizeof extra);
+            for (uint32_t t = L->tail_head[cy]; t != PG_TAIL_END;) {
+                const int32_t s = L->listed + (int32_t)t;
+                const int32_t cx = pg_box_point(L, boxes[pg_order(L, s)]).x >> PG_QBITS;
+                if (cx >= x0 && cx < x1)
+                    extra[cx - x0]++;
+                t = L->sq[s];
+            }
+            for (int32_t cx = x0; cx < x1; ++cx) {
+                const int32_t c = cy * L->cols + cx;
+                int32_t count = extra[cx - x0];
+                for (int32_t s = L->start[c]; s < L->start[c + 1]; ++s)
+                    count += pg_order(L, s) >= 0;
+                const qg_rect r = {(float)(L->ox + cx * wx), (float)(L->oy + cy * wy), (float)(L->ox + (cx + 1) * wx),
+                                   (float)(L->oy + (cy + 1) * wy)};
+                fn(r, k, count, user);
+            }
+        }
+    }
+}
+
+static void point_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    const point_grid *g = (const point_grid *)index;
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        const pg_level *L = &g->level[k];
+        if (L->live && (k == 0 || L->count > 0))
+            pg_visit_level(L, index->boxes, k, fn, user);
+    }
+}
+
+/// True when the element at slot s of cell (cx, cy) of level k is live,
+/// listed there (its level, its point in the cell's margins, its home bits
+/// naming the cell, its offsets exact while fresh) and at no earlier slot of
+/// the cell.
+static bool pg_listed_valid(const point_grid *g, int32_t k, qg_handle h, int32_t s, int32_t cx, int32_t cy)
+{
+    const qg_index *index = &g->base;
+    const pg_level *L = &g->level[k];
+    if (!qg_slot_live(index, h) || pg_level_of(g, index->boxes[h]) != k)
+        return false;
+    const uint32_t bits = g->hb[h];
+    if (bits != ((uint32_t)k << 4 | (uint32_t)((cx & 3) | (cy & 3) << 2)))
+        return false;
+    const pg_point p = pg_box_point(L, index->boxes[h]);
+    if (!pg_in_margins(p, cx, cy))
+        return false;
+    if (L->fresh && (L->sq[s] != pg_offsets(p, cx, cy) ||
+                     L->order[s] >> 24 != pg_size(L, p, pg_point_of(L, index->boxes[h].max_x, index->boxes[h].max_y))))
+        return false;
+    for (int32_t e = L->start[cy * L->cols + cx]; e < s; ++e) {
+        if (pg_order(L, e) == h)
+            return false;
+    }
+    return true;
+}
+
+/// Checks one level; adds its elements to *elements and its bytes to *bytes.
+static qg_status pg_validate_level(const point_grid *g, int32_t k, int64_t *elements, size_t *bytes)
+{
+    const qg_index *index = &g->base;
+    const pg_level *L = &g->level[k];
+    *bytes += (size_t)L->start_capacity * sizeof(int32_t) + (size_t)L->order_capacity * sizeof(uint32_t) +
+              (size_t)L->sq_capacity * sizeof(uint16_t) + (size_t)L->tail_head_capacity * sizeof(uint16_t);
+    if (!L->live)
+        return L->count == 0 && L->start_capacity == 0 ? QG_OK : QG_ERR_INVALID;
+    const int64_t cells = (int64_t)L->cols * L->rows;
+    if (cells < 1 || cells + 1 > L->start_capacity || L->rows > L->tail_head_capacity ||
+        (L->reach_x > PG_MAX_REACH && L->cols > 1) || (L->reach_y > PG_MAX_REACH && L->rows > 1))
+        return QG_ERR_INVALID;
+    if (L->listed < 0 || L->tail < 0 || L->tail > (int32_t)PG_TAIL_END || L->sq_capacity < L->order_capacity ||
+        (int64_t)L->listed + L->tail > L->order_capacity - PG_PAD || L->order_capacity < L->count + PG_PAD)
+        return QG_ERR_INVALID;
+    if (L->start[0] != 0 || L->start[cells] != L->listed)
+        return QG_ERR_INVALID;
+    // The snapshot: every slot of every cell a tombstone or an element
+    // listed there, once.
+    int64_t listed = 0, tombs = 0;
+    for (int32_t cy = 0; cy < L->rows; ++cy) {
+        for (int32_t cx = 0; cx < L->cols; ++cx) {
+            const int32_t c = cy * L->cols + cx;
+            if (L->start[c] > L->start[c + 1])
+                return QG_ERR_INVALID;
+            for (int32_t s = L->start[c]; s < L->start[c + 1]; ++s) {
+                const qg_handle h = pg_order(L, s);
+                if (h == -1) {
+                    tombs++;
+                    continue;
+                }
+                if (!pg_listed_valid(g, k, h, s, cx, cy))
+                    return QG_ERR_INVALID;
+                listed++;
+            }
+        }
+    }
+    // The tail: each used slot a tombstone or in the list of its point's row.
+    int64_t tail = 0;
+    for (int32_t t = 0; t < L->tail; ++t) {
+        const qg_handle h = pg_order(L, L->listed + t);
+        if (h == -1) {
+            tombs++;
+            continue;
+        }
+        if (!qg_slot_live(index, h) || g->hb[h] != ((uint32_t)k << 4 | PG_HB_TAIL) ||
+            pg_level_of(g, index->boxes[h]) != k)
+            return QG_ERR_INVALID;
+        tail++;
+        const pg_point p = pg_box_point(L, index->boxes[h]);
+        if (L->order[L->listed + t] >> 24 != pg_tail_col(p))
+            return QG_ERR_INVALID;
+        const int32_t row = p.y >> PG_QBITS;
+        int32_t steps = 0;
+        uint32_t u = L->tail_head[row];
+        while (u != PG_TAIL_END && (int32_t)u != t) {
+            if ((int32_t)u >= L->tail || ++steps > L->tail)
+                return QG_ERR_INVALID;
+            u = L->sq[L->listed + (int32_t)u];
+        }
+        if (u == PG_TAIL_END)
+            return QG_ERR_INVALID;
+    }
+    // The lists hold exactly the live tail slots (a tombstone is unlinked).
+    int64_t linked = 0;
+    for (int32_t r = 0; r < L->rows; ++r) {
+        for (uint32_t u = L->tail_head[r]; u != PG_TAIL_END; ++linked) {
+            if ((int32_t)u >= L->tail || linked > L->tail || pg_order(L, L->listed + (int32_t)u) < 0)
+                return QG_ERR_INVALID;
+            u = L->sq[L->listed + (int32_t)u];
+        }
+    }
+    if (listed + tail != L->count || linked != tail || tombs != L->tombstones)
+        return QG_ERR_INVALID;
+    *elements += L->count;
+    return QG_OK;
+}
+
+static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
+{
+    const point_grid *g = (const point_grid *)index;
+    if (index->box_high > 0 && g->hb_capacity < index->box_high)
+        return QG_ERR_INVALID;
+    // A free handle belongs to no level (a rebuild finds levels by hb).
+    for (int32_t h = 0; h < index->box_high; ++h) {
+        if (!qg_slot_live(index, h) && (g->hb[h] & PG_HB_LEVEL) != PG_HB_NONE)
+            return QG_ERR_INVALID;
+    }
+    int64_t elements = 0;
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        const qg_status s = pg_validate_level(g, k, &elements, bytes);
+        if (s != QG_OK)
+            return s;
+    }
+    if (elements != index->count)
+        return QG_ERR_INVALID;
+    *bytes += (size_t)g->hb_capacity * sizeof(uint8_t);
+    return QG_OK;
+}
+
+const qg_kind_class qg_point_grid_class = {
+    .kind = QG_POINT_GRID,
+    .size = sizeof(point_grid),
+    .configure = point_grid_configure,
+    .init = point_grid_init,
+    .destroy = point_grid_destroy,
+    .insert = point_grid_insert,
+    .remove = point_grid_remove,
+    .move = point_grid_move,
+    .cleanup = point_grid_cleanup,
+    .clear = point_grid_clear,
+    .query = point_grid_query,
+    .pairs = qg_pg_pairs,
+    .stats = point_grid_stats,
+    .visit = point_grid_visit,
+    .validate = point_grid_validate,
+};
+
