@@ -29,6 +29,7 @@ typedef struct options {
     const char *kinds;
     int32_t n;
     int32_t frames;
+    int32_t age;          /* agents, mixed: unmeasured frames after the warm-up */
     int32_t queries;
     int32_t repeat;
     double budget_s;      /* scenes: time one implementation may take per scene */
@@ -337,7 +338,11 @@ static int run_agents(const options *o, const bench_peer *p) {
         qgw_agents_free(&a);
         return note("out of memory for the reference"), 1;
     }
-    const int32_t total_frames = o->frames + WARMUP_FRAMES;
+    /* Aged figures: `--age F` frames run unmeasured after the warm-up, so
+     * the medians are those of a layout that has aged (a long-running
+     * program's), not of a fresh build. */
+    const int32_t skip = WARMUP_FRAMES + o->age;
+    const int32_t total_frames = o->frames + skip;
     uint64_t *upd = calloc((size_t)o->frames + 1, sizeof *upd);
     uint64_t *prs = calloc((size_t)o->frames + 1, sizeof *prs);
     uint64_t *tot = calloc((size_t)o->frames + 1, sizeof *tot);
@@ -378,8 +383,8 @@ static int run_agents(const options *o, const bench_peer *p) {
             goto out;
         }
         uint64_t t2 = qgw_now_ns();
-        if (frame > WARMUP_FRAMES) {
-            int32_t m = frame - WARMUP_FRAMES - 1;
+        if (frame > skip) {
+            int32_t m = frame - skip - 1;
             upd[m] = t1 - t0;
             prs[m] = t2 - t1;
             tot[m] = t2 - t0;
@@ -412,6 +417,7 @@ static int run_agents(const options *o, const bench_peer *p) {
         FS("kind", p->name),
         FI("n", a.n),
         FI("frames", o->frames),
+        FI("age", o->age),
         FD("update_ms", median_ms(upd, o->frames)),
         FD("pairs_ms", median_ms(prs, o->frames)),
         FD("total_ms", median_ms(tot, o->frames)),
@@ -990,6 +996,8 @@ static void usage(FILE *f) {
           "  --kind K[,K...]|all  quadgrid kinds and peers (default all; --list shows them)\n"
           "  --n N                elements (agents/mixed/sparse/scenes 100000, static/insert 1000000)\n"
           "  --frames F           measured frames after 3 warm-up frames (default 60, scenes 10)\n"
+          "  --age F              agents, mixed: F more unmeasured frames before the measured\n"
+          "                       ones, so the figures are those of an aged layout (default 0)\n"
           "  --queries Q          static 100000, sparse 100\n"
           "  --repeat R           insert: builds, median reported (default 3)\n"
           "  --json | --csv       one line per (workload, kind, n)\n"
@@ -1178,7 +1186,7 @@ int main(int argc, char **argv) {
     o.kinds = "all";
     o.tune.element_size = TYPICAL_WIDTH;
     o.tune.max_element_size = LARGEST_WIDTH;
-    bool have_n = false, have_queries = false, have_frames = false, have_tune = false;
+    bool have_n = false, have_queries = false, have_frames = false, have_tune = false, have_age = false;
     bool have_scene = false, have_budget = false;
     o.budget_s = 20.0;
     o.scene_mask = (1u << QGW_SCENE_COUNT) - 1u;
@@ -1214,6 +1222,7 @@ int main(int argc, char **argv) {
         if (strcmp(arg, "--kind") == 0) ok = val != NULL, o.kinds = val;
         else if (strcmp(arg, "--n") == 0) ok = val && parse_int(val, 0, &o.n), have_n = true;
         else if (strcmp(arg, "--frames") == 0) ok = val && parse_int(val, 1, &o.frames), have_frames = true;
+        else if (strcmp(arg, "--age") == 0) ok = val && parse_int(val, 0, &o.age), have_age = true;
         else if (strcmp(arg, "--queries") == 0)
             ok = val && parse_int(val, 1, &o.queries), have_queries = true;
         else if (strcmp(arg, "--repeat") == 0) ok = val && parse_int(val, 1, &o.repeat);
@@ -1260,6 +1269,10 @@ int main(int argc, char **argv) {
     if (o.wl == W_CHECK) {
         if (!have_frames) o.frames = 10;
         return run_check(&o);
+    }
+    if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED) {
+        note("--age is an option of the agents and mixed workloads");
+        return 2;
     }
     if ((have_scene || have_budget) && o.wl != W_SCENES) {
         note("--scene and --budget are options of the scenes workload");
