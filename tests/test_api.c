@@ -362,8 +362,7 @@ static void test_create_each_kind(void **state)
 static void test_create_odd_configs(void **state)
 {
     (void)state;
-    if (!qg_kind_available(g_kind))
-        skip();
+    tu_skip_unless_built(g_kind);
     qg_config base = qg_default_config(g_kind);
     qg_config cs[8];
     int n = 0;
@@ -973,15 +972,5 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_handle_reuse, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_visit, fx_setup, fx_teardown),
     };
-    char name[64];
-    snprintf(name, sizeof name, "api_%s", argv[1]);
-    /* QG_TEST_FILTER=test_tiny runs one case (cmocka's glob filter). */
-    const char *filter = getenv("QG_TEST_FILTER");
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
-    int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
-    if (failed)
-        return 1;
-    /* ctest's SKIP_RETURN_CODE: the kind is not built in this library yet. */
-    return qg_kind_available(g_kind) ? 0 : 77;
+    return tu_run_kind_tests("api", g_kind, tests);
 }

@@ -903,12 +903,6 @@ static uint64_t seed_for(dist d, int cfg, int run)
     return g_seed_base ^ mix64((uint64_t)d * 1000003u + (uint64_t)cfg * 1009u + (uint64_t)run + 1);
 }
 
-static void skip_unavailable(void)
-{
-    if (!qg_kind_available(g_kind))
-        skip();
-}
-
 static bool g_verbose;
 
 /* QG_TEST_VERBOSE=1: the time and size of each run, to find slow cases. */
@@ -936,7 +930,7 @@ static cfg_spec capped(int c, int depth_cap)
 
 static void run_dist(dist d, long steps, int32_t target, int depth_cap)
 {
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     for (int c = 0; c < N_CONFIGS; c++) {
         world w;
         clock_t start = clock();
@@ -981,7 +975,7 @@ static void test_out_of_bounds(void **state)
 static void test_mixed(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     for (int c = 0; c < N_CONFIGS; c++)
         for (int run = 0; run < 2; run++) {
             world w;
@@ -1001,7 +995,7 @@ static void test_mixed(void **state)
 static void test_coincident(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     /* Boxes (each covers many leaves) and points (on the centre, where the
      * splits are). The deep config gets points only: coincident boxes in a
      * depth-14 tree make one entry per covered leaf, 4^depth of them. */
@@ -1058,7 +1052,7 @@ static void test_coincident(void **state)
 static void test_fill_drain(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     for (int c = 0; c < N_CONFIGS; c++) {
         world w;
         world_open(&w, &CONFIGS[c], D_MIXED, seed_for(D_MIXED, c, 7));
@@ -1108,7 +1102,7 @@ static bool order_pair_cb(qg_handle a, qg_handle b, void *user)
 static void test_deterministic_order(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     const cfg_spec *cs = &CONFIGS[2];
     qg_index *ix[2];
     for (int i = 0; i < 2; i++) {
@@ -1175,9 +1169,7 @@ int main(int argc, char **argv)
     if (!tu_kind_arg(argc, argv, &g_kind))
         return 2;
     g_verbose = getenv("QG_TEST_VERBOSE") && *getenv("QG_TEST_VERBOSE") == '1';
-    const char *seed = getenv("QG_TEST_SEED");
-    if (seed && *seed)
-        g_seed_base = strtoull(seed, NULL, 0);
+    g_seed_base = tu_env_seed(g_seed_base);
     fprintf(stderr, "contract %s: base seed %" PRIu64 ", scale %g\n", argv[1], g_seed_base,
             tu_scale());
     const struct CMUnitTest tests[] = {
@@ -1191,14 +1183,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fill_drain),
         cmocka_unit_test(test_deterministic_order),
     };
-    char name[64];
-    snprintf(name, sizeof name, "contract_%s", argv[1]);
-    /* QG_TEST_FILTER=test_tiny runs one case (cmocka's glob filter). */
-    const char *filter = getenv("QG_TEST_FILTER");
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
-    int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
-    if (failed)
-        return 1;
-    return qg_kind_available(g_kind) ? 0 : 77;
+    return tu_run_kind_tests("contract", g_kind, tests);
 }

@@ -363,12 +363,6 @@ static long run_script(const script *s, int config, long k, tu_fail_mode mode, c
     return a.injected;
 }
 
-static void skip_unavailable(void)
-{
-    if (!qg_kind_available(g_kind))
-        skip();
-}
-
 static void print_tally(const char *what)
 {
     fprintf(stderr, "oom %s %s: QG_ERR_NOMEM answers:", qg_kind_name(g_kind), what);
@@ -395,7 +389,7 @@ static long next_k(long k, long total, long budget)
 
 static void every_k(tu_fail_mode mode, const char *name)
 {
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     script *s = malloc(sizeof *s);
     assert_non_null(s);
     make_script(s, (int)(tu_scale() >= 2 ? 2 : 1));
@@ -446,7 +440,7 @@ static void test_fail_sticky(void **state)
 static void test_fail_each_call(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     script *s = malloc(sizeof *s);
     assert_non_null(s);
     make_script(s, (int)(tu_scale() >= 2 ? 2 : 1));
@@ -467,7 +461,7 @@ static void test_fail_each_call(void **state)
 static void test_reuse_after_failure(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     for (int c = 0; c < N_OOM_CONFIGS; c++) {
         run r = {"reuse_after_failure", c, 0, -1, "setup"};
         tu_alloc a;
@@ -552,7 +546,7 @@ static void test_reuse_after_failure(void **state)
 static void test_create_fails(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(g_kind);
     const qg_rect bounds[] = {{0, 0, 1024, 1024}, {-5, -5, 5, 5}, {0, 0, 100000, 100}};
     for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++)
         for (long k = 1; k < 1000; k++) {
@@ -588,14 +582,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fail_each_call),
         cmocka_unit_test(test_reuse_after_failure),
     };
-    char name[64];
-    snprintf(name, sizeof name, "oom_%s", argv[1]);
-    /* QG_TEST_FILTER=test_tiny runs one case (cmocka's glob filter). */
-    const char *filter = getenv("QG_TEST_FILTER");
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
-    int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
-    if (failed)
-        return 1;
-    return qg_kind_available(g_kind) ? 0 : 77;
+    return tu_run_kind_tests("oom", g_kind, tests);
 }

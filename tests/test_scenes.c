@@ -519,11 +519,11 @@ int main(int argc, char **argv)
 {
     if (!tu_kind_arg(argc, argv, &g_kind))
         return 2;
+    /* Unlike the other per-kind programs, no case here can run without the
+     * kind, so it skips before printing the seeds. */
     if (!qg_kind_available(g_kind))
         return 77;
-    const char *seed = getenv("QG_TEST_SEED");
-    if (seed && *seed)
-        g_seed = strtoull(seed, NULL, 0);
+    g_seed = tu_env_seed(g_seed);
     fprintf(stderr, "scenes %s: workload seed %" PRIu64 ", query seed %#" PRIx64 "\n", argv[1],
             (uint64_t)QGW_SEED, g_seed);
     static qgw_scene_id ids[QGW_SCENE_COUNT];
@@ -538,10 +538,5 @@ int main(int argc, char **argv)
         (struct CMUnitTest)cmocka_unit_test(test_mixed_check_values);
     tests[QGW_SCENE_COUNT + 1] =
         (struct CMUnitTest)cmocka_unit_test(test_huge_tiny_are_agents);
-    char name[64];
-    snprintf(name, sizeof name, "scenes_%s", argv[1]);
-    const char *filter = getenv("QG_TEST_FILTER");
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
-    return cmocka_run_group_tests_name(name, tests, NULL, NULL) ? 1 : 0;
+    return tu_run_kind_tests("scenes", g_kind, tests);
 }

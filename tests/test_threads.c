@@ -202,8 +202,7 @@ static void run_threads(const qg_config *cfg, int n_elems, float size, int round
 static void test_threads_default(void **state)
 {
     (void)state;
-    if (!qg_kind_available(g_kind))
-        skip();
+    tu_skip_unless_built(g_kind);
     qg_config c = qg_default_config(g_kind);
     if (g_kind == QG_POINT_GRID)
         c.max_element_size = 64;
@@ -214,8 +213,7 @@ static void test_threads_default(void **state)
 static void test_threads_deep(void **state)
 {
     (void)state;
-    if (!qg_kind_available(g_kind))
-        skip();
+    tu_skip_unless_built(g_kind);
     qg_config c = qg_default_config(g_kind);
     c.bounds = tu_rect(-500, 100, 1500, 600);
     c.leaf_capacity = 2;
@@ -233,14 +231,5 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_threads_default),
         cmocka_unit_test(test_threads_deep),
     };
-    char name[64];
-    snprintf(name, sizeof name, "threads_%s", argv[1]);
-    /* QG_TEST_FILTER=test_tiny runs one case (cmocka's glob filter). */
-    const char *filter = getenv("QG_TEST_FILTER");
-    if (filter && *filter)
-        cmocka_set_test_filter(filter);
-    int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
-    if (failed)
-        return 1;
-    return qg_kind_available(g_kind) ? 0 : 77;
+    return tu_run_kind_tests("threads", g_kind, tests);
 }

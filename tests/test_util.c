@@ -1,9 +1,15 @@
 #include "test_util.h"
 
+#include <float.h>
 #include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 /* ---- allocator ------------------------------------------------------- */
 
@@ -331,6 +337,8 @@ long tu_scaled(long n)
     return v < 1 ? 1 : (long)v;
 }
 
+/* ---- runner ----------------------------------------------------------- */
+
 bool tu_kind_arg(int argc, char **argv, qg_kind *kind)
 {
     if (argc < 2 || qg_kind_from_name(argv[1], kind) != QG_OK) {
@@ -340,3 +348,453 @@ bool tu_kind_arg(int argc, char **argv, qg_kind *kind)
     }
     return true;
 }
+
+uint64_t tu_env_seed(uint64_t fallback)
+{
+    const char *seed = getenv("QG_TEST_SEED");
+    return seed && *seed ? strtoull(seed, NULL, 0) : fallback;
+}
+
+static int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t n)
+{
+    /* QG_TEST_FILTER=test_tiny runs one case (cmocka's glob filter). */
+    const char *filter = getenv("QG_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
+    /* The function behind cmocka_run_group_tests_name, which wants an array
+     * it can take the size of. Its count of failures becomes 1: a count of
+     * 77 would read as "skipped". */
+    return _cmocka_run_group_tests(group, tests, n, NULL, NULL) ? 1 : 0;
+}
+
+int tu_run_kind_group(const char *prefix, qg_kind kind, const struct CMUnitTest *tests, size_t n)
+{
+    char group[64];
+    snprintf(group, sizeof group, "%s_%s", prefix, qg_kind_name(kind));
+    if (tu_run_group(group, tests, n))
+        return 1;
+    return qg_kind_available(kind) ? 0 : 77;
+}
+
+int tu_run_own_group(const char *group, qg_kind kind, const struct CMUnitTest *tests, size_t n)
+{
+    if (!qg_kind_available(kind))
+        return 77;
+    return tu_run_group(group, tests, n);
+}
+
+void tu_skip_unless_built(qg_kind kind)
+{
+    if (!qg_kind_available(kind))
+        skip();
+}
+
+/* ---- bounds are a hint: re-fit scenes ---------------------------------- */
+
+typedef struct scene_spec {
+    const char *name;
+    qg_rect bounds;
+    float scale;       /* coordinates are [-4096, 5120] or [0, 5000] times this */
+    float element_size;
+    bool outside;      /* spread over [-4096, 5120]^2 around [0,1024]^2 bounds */
+} scene_spec;
+
+static const scene_spec SCENES[] = {
+    {"outside", {0, 0, 1024, 1024}, 1.0f, 5.0f, true},
+    {"huge", {-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f, 5.0f * 0x1p100f, false},
+    {"tiny", {0, 0, 5000.0f * 0x1p-100f, 5000.0f * 0x1p-100f}, 0x1p-100f, 5.0f * 0x1p-100f, false},
+    {"tiny_default_size", {0, 0, 1e-30f, 1e-30f}, 0x1p-113f, 0, false},
+};
+
+static qg_rect scene_box(tu_rng *r, const scene_spec *s)
+{
+    const float lo = s->outside ? -4096.0f : 0.0f, hi = s->outside ? 5120.0f : 5000.0f;
+    const float h = tu_rng_range(r, 1.0f, 4.0f);
+    const float x = tu_rng_range(r, lo + h, hi - h), y = tu_rng_range(r, lo + h, hi - h);
+    return (qg_rect){(x - h) * s->scale, (y - h) * s->scale, (x + h) * s->scale, (y + h) * s->scale};
+}
+
+static void scene_pairs(const qg_index *ix, tu_vec *out, qg_query_stats *st)
+{
+    tu_collect c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_pairs_with_stats(ix, tu_collect_pair, &c, st), QG_OK);
+    assert_int_equal(c.bad_order, 0);
+    tu_vec_sort(&c.out);
+    *out = c.out;
+}
+
+static void scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const scene_spec *s)
+{
+    assert_int_equal(qg_validate(k), QG_OK);
+    tu_vec pk, pb;
+    qg_query_stats st;
+    scene_pairs(k, &pk, &st);
+    scene_pairs(b, &pb, NULL);
+    assert_int_equal(pk.n, pb.n);
+    assert_int_equal(tu_vec_first_diff(&pk, &pb), -1);
+    /* No pile: a leaf or root holding most elements would test ~n^2/2. */
+    const int32_t n = qg_count(k);
+    if (st.elements_tested > 200 * (int64_t)n + 1000)
+        fail_msg("%s: %lld pair tests for %d elements", s->name, (long long)st.elements_tested, (int)n);
+    tu_vec_free(&pk);
+    tu_vec_free(&pb);
+    for (int q = 0; q < 20; q++) {
+        qg_rect a = scene_box(r, s);
+        const float grow = (float)q * 10.0f * s->scale;
+        a.min_x -= grow;
+        a.min_y -= grow;
+        a.max_x += grow;
+        a.max_y += grow;
+        tu_collect ck, cb;
+        memset(&ck, 0, sizeof ck);
+        memset(&cb, 0, sizeof cb);
+        assert_int_equal(qg_query(k, a, tu_collect_query, &ck), QG_OK);
+        assert_int_equal(qg_query(b, a, tu_collect_query, &cb), QG_OK);
+        tu_vec_sort(&ck.out);
+        tu_vec_sort(&cb.out);
+        assert_int_equal(tu_vec_first_diff(&ck.out, &cb.out), -1);
+        tu_vec_free(&ck.out);
+        tu_vec_free(&cb.out);
+    }
+}
+
+void tu_hint_refit_scenes(qg_kind kind)
+{
+    for (size_t si = 0; si < sizeof SCENES / sizeof *SCENES; si++) {
+        const scene_spec *s = &SCENES[si];
+        qg_config ck = qg_default_config(kind), cb = qg_default_config(QG_BRUTE_FORCE);
+        ck.bounds = cb.bounds = s->bounds;
+        ck.element_size = s->element_size;
+        qg_index *k = NULL, *b = NULL;
+        assert_int_equal(qg_create(&ck, &k), QG_OK);
+        assert_int_equal(qg_create(&cb, &b), QG_OK);
+        tu_rng r;
+        tu_rng_seed(&r, 1100 + si);
+        enum { N = 3000 };
+        for (int i = 0; i < N; i++) {
+            const qg_rect box = scene_box(&r, s);
+            assert_int_equal(qg_insert(k, box), i);
+            assert_int_equal(qg_insert(b, box), i);
+        }
+        qg_cleanup(k);
+        qg_cleanup(b);
+        scene_compare(k, b, &r, s);
+        for (int frame = 0; frame < 12; frame++) {
+            for (int i = 0; i < N; i++) {
+                qg_rect box;
+                if (qg_get(k, i, &box) != QG_OK)
+                    continue;
+                if (tu_rng_chance(&r, 0.02)) {
+                    box = scene_box(&r, s); /* teleport */
+                } else {
+                    const float dx = tu_rng_range(&r, -2, 2) * s->scale, dy = tu_rng_range(&r, -2, 2) * s->scale;
+                    box = (qg_rect){box.min_x + dx, box.min_y + dy, box.max_x + dx, box.max_y + dy};
+                }
+                assert_int_equal(qg_move(k, i, box), QG_OK);
+                assert_int_equal(qg_move(b, i, box), QG_OK);
+            }
+            /* Churn: some leave, as many come back (in slots freed). */
+            for (int j = 0; j < 100; j++) {
+                const qg_handle h = (qg_handle)tu_rng_below(&r, N);
+                if (qg_remove(k, h) == QG_OK)
+                    assert_int_equal(qg_remove(b, h), QG_OK);
+            }
+            while (qg_count(k) < N) {
+                const qg_rect box = scene_box(&r, s);
+                const qg_handle h = qg_insert(k, box);
+                assert_true(h >= 0);
+                assert_int_equal(qg_insert(b, box), h);
+            }
+            if (frame == 6) {
+                /* The population walks off: a re-fit that grows the world. */
+                for (int i = 0; i < N; i++) {
+                    qg_rect box;
+                    assert_int_equal(qg_get(k, i, &box), QG_OK);
+                    const float d = 20000.0f * s->scale;
+                    box = (qg_rect){box.min_x + d, box.min_y - d, box.max_x + d, box.max_y - d};
+                    assert_int_equal(qg_move(k, i, box), QG_OK);
+                    assert_int_equal(qg_move(b, i, box), QG_OK);
+                }
+            }
+            assert_int_equal(qg_validate(k), QG_OK);
+            qg_cleanup(k);
+            qg_cleanup(b);
+            scene_compare(k, b, &r, s);
+        }
+        qg_destroy(k);
+        qg_destroy(b);
+    }
+}
+
+/* Fault injection on the calls that may allocate after a re-fit (the next
+ * insert or move splits what the re-fit could not): fail the k-th
+ * allocation; a call that answers QG_ERR_NOMEM leaves the index answering
+ * exactly as before, valid, and holding exactly what its allocator gave. */
+void tu_hint_refit_oom(qg_kind kind)
+{
+    for (long fail_at = 1;; fail_at++) {
+        tu_alloc a;
+        tu_alloc_init(&a);
+        a.mode = TU_FAIL_ONCE;
+        a.fail_at = fail_at;
+        qg_config c = qg_default_config(kind);
+        c.element_size = 5;
+        c.allocator = tu_allocator(&a);
+        qg_index *ix = NULL;
+        if (qg_create(&c, &ix) != QG_OK) {
+            assert_int_equal(a.bytes, 0);
+            continue;
+        }
+        tu_rng r;
+        tu_rng_seed(&r, 77);
+        const scene_spec *s = &SCENES[0];
+        int32_t live = 0;
+        for (int step = 0; step < 700; step++) {
+            tu_snapshot before, after;
+            memset(&before, 0, sizeof before);
+            memset(&after, 0, sizeof after);
+            tu_snapshot_take(ix, live, &before);
+            qg_status st;
+            if (step < 600 || tu_rng_chance(&r, 0.3)) {
+                const qg_handle h = qg_insert(ix, scene_box(&r, s));
+                st = h < 0 ? (qg_status)h : QG_OK;
+                if (h >= live)
+                    live = h + 1;
+            } else {
+                st = qg_move(ix, (qg_handle)tu_rng_below(&r, (uint32_t)live), scene_box(&r, s));
+            }
+            if (step % 100 == 99)
+                qg_cleanup(ix); /* re-fits, never allocates */
+            if (st != QG_OK) {
+                assert_int_equal(st, QG_ERR_NOMEM);
+                tu_snapshot_take(ix, live, &after);
+                char msg[256];
+                if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
+                    fail_msg("fail_at %ld step %d: %s", fail_at, step, msg);
+                tu_snapshot_free(&after);
+            }
+            tu_snapshot_free(&before);
+            assert_int_equal(qg_validate(ix), QG_OK);
+            assert_int_equal(qg_get_stats(ix).memory_bytes, a.bytes);
+        }
+        qg_destroy(ix);
+        assert_int_equal(a.bytes, 0);
+        assert_int_equal(a.errors, 0);
+        if (a.injected == 0)
+            break; /* the script never reached the k-th allocation */
+    }
+}
+
+/* ---- bounds are a hint: worlds with failing allocations ----------------- */
+
+typedef struct sc_world {
+    qg_rect bounds;
+    float element_size;
+    float lo, hi; /* where the boxes go, per axis */
+    float size;   /* typical width */
+    float scale;  /* every coordinate is multiplied by this (exact: a power of two) */
+} sc_world;
+
+/* A double to the nearest finite float (boxes must stay finite). */
+static float sc_fl(double v)
+{
+    return v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+static qg_rect sc_box(tu_rng *r, const sc_world *w)
+{
+    const double u = tu_rng_unit(r);
+    float side = w->size * (0.2f + 1.6f * (float)tu_rng_unit(r));
+    if (u < 0.03)
+        side = 0.0f; /* points */
+    else if (u < 0.06)
+        side = w->size * 40.0f; /* big */
+    else if (u < 0.075)
+        side = (w->hi - w->lo) * 1.5f; /* wider than the whole scene */
+    const float x = w->lo + (w->hi - w->lo) * (float)tu_rng_unit(r);
+    const float y = w->lo + (w->hi - w->lo) * (float)tu_rng_unit(r);
+    return tu_rect(sc_fl((double)x * w->scale), sc_fl((double)y * w->scale), sc_fl(((double)x + side) * w->scale),
+                   sc_fl(((double)y + side) * w->scale));
+}
+
+static void sc_sorted_query(const qg_index *idx, qg_rect area, tu_vec *out)
+{
+    tu_collect c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_query(idx, area, tu_collect_query, &c), QG_OK);
+    tu_vec_sort(&c.out);
+    int64_t dup;
+    assert_false(tu_vec_has_dup(&c.out, &dup));
+    *out = c.out;
+}
+
+static void sc_sorted_pairs(const qg_index *idx, tu_vec *out)
+{
+    tu_collect c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_pairs(idx, tu_collect_pair, &c), QG_OK);
+    assert_int_equal(c.bad_order, 0);
+    tu_vec_sort(&c.out);
+    int64_t dup;
+    assert_false(tu_vec_has_dup(&c.out, &dup));
+    *out = c.out;
+}
+
+static void sc_same(const qg_index *idx, const qg_index *ref, tu_rng *r, const sc_world *w)
+{
+    assert_int_equal(qg_validate(idx), QG_OK);
+    tu_vec a, b;
+    sc_sorted_pairs(idx, &a);
+    sc_sorted_pairs(ref, &b);
+    assert_int_equal(a.n, b.n);
+    assert_int_equal(tu_vec_first_diff(&a, &b), -1);
+    tu_vec_free(&a);
+    tu_vec_free(&b);
+    for (int q = 0; q < 6; q++) {
+        qg_rect area = sc_box(r, w);
+        if (q == 0)
+            area = tu_rect(-INFINITY, -INFINITY, INFINITY, INFINITY);
+        else if (q == 1)
+            area = tu_rect(area.min_x, -INFINITY, area.max_x, area.max_y);
+        else if (q == 2)
+            area.max_x = area.min_x, area.max_y = area.min_y;
+        sc_sorted_query(idx, area, &a);
+        sc_sorted_query(ref, area, &b);
+        assert_int_equal(a.n, b.n);
+        assert_int_equal(tu_vec_first_diff(&a, &b), -1);
+        tu_vec_free(&a);
+        tu_vec_free(&b);
+    }
+}
+
+/* One call with every allocation failing: QG_ERR_NOMEM and nothing changed,
+ * or success. Returns the call's status. */
+static qg_status sc_failing(qg_index *idx, tu_alloc *a, bool insert, qg_handle h, qg_rect box)
+{
+    tu_snapshot before, after;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    tu_snapshot_take(idx, 64, &before);
+    const size_t bytes = qg_get_stats(idx).memory_bytes;
+    a->failing = true;
+    qg_status s = insert ? (qg_status)qg_insert(idx, box) : qg_move(idx, h, box);
+    a->failing = false;
+    if (s == QG_ERR_NOMEM) {
+        tu_snapshot_take(idx, 64, &after);
+        char msg[200];
+        if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
+            fail_msg("failed %s changed the index: %s", insert ? "insert" : "move", msg);
+        tu_snapshot_free(&after);
+        assert_int_equal(qg_get_stats(idx).memory_bytes, bytes);
+        assert_int_equal(a->bytes, bytes);
+        assert_int_equal(qg_validate(idx), QG_OK);
+    } else {
+        assert_true(s >= 0);
+    }
+    tu_snapshot_free(&before);
+    return s;
+}
+
+static void sc_run(qg_kind kind, const sc_world *w, uint64_t seed)
+{
+    tu_alloc a;
+    tu_alloc_init(&a);
+    a.mode = TU_FAIL_EACH_CALL;
+    qg_config c = qg_default_config(kind);
+    c.bounds = w->bounds;
+    c.element_size = w->element_size;
+    c.allocator = tu_allocator(&a);
+    qg_index *idx, *ref;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    qg_config rc = qg_default_config(QG_BRUTE_FORCE);
+    rc.bounds = w->bounds;
+    assert_int_equal(qg_create(&rc, &ref), QG_OK);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    enum { N = 240 };
+    qg_handle hs[N];
+    bool live[N];
+    long nomem = 0;
+    for (int i = 0; i < N; i++) {
+        const qg_rect b = sc_box(&r, w);
+        if (i % 8 == 0) {
+            const qg_status s = sc_failing(idx, &a, true, 0, b);
+            if (s >= 0) { /* went through without allocating */
+                hs[i] = (qg_handle)s;
+                assert_int_equal(qg_insert(ref, b), hs[i]);
+                live[i] = true;
+                continue;
+            }
+            nomem++;
+        }
+        hs[i] = qg_insert(idx, b);
+        assert_true(hs[i] >= 0);
+        assert_int_equal(qg_insert(ref, b), hs[i]);
+        live[i] = true;
+    }
+    qg_cleanup(idx);
+    sc_same(idx, ref, &r, w);
+    for (int step = 0; step < 24; step++) {
+        for (int i = 0; i < N; i++) {
+            if (!tu_rng_chance(&r, 0.3))
+                continue;
+            if (!live[i]) {
+                hs[i] = qg_insert(idx, sc_box(&r, w));
+                assert_true(hs[i] >= 0);
+                qg_rect b;
+                assert_int_equal(qg_get(idx, hs[i], &b), QG_OK);
+                assert_int_equal(qg_insert(ref, b), hs[i]);
+                live[i] = true;
+            } else if (tu_rng_chance(&r, 0.1)) {
+                assert_int_equal(qg_remove(idx, hs[i]), QG_OK);
+                assert_int_equal(qg_remove(ref, hs[i]), QG_OK);
+                live[i] = false;
+            } else {
+                const qg_rect b = sc_box(&r, w);
+                if (tu_rng_chance(&r, 0.2)) {
+                    const qg_status s = sc_failing(idx, &a, false, hs[i], b);
+                    if (s == QG_OK) {
+                        assert_int_equal(qg_move(ref, hs[i], b), QG_OK);
+                        continue;
+                    }
+                    nomem++;
+                }
+                assert_int_equal(qg_move(idx, hs[i], b), QG_OK);
+                assert_int_equal(qg_move(ref, hs[i], b), QG_OK);
+            }
+        }
+        if (step % 3 != 2)
+            qg_cleanup(idx);
+        sc_same(idx, ref, &r, w);
+    }
+    assert_true(nomem > 0); /* the sequence did allocate */
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
+    qg_destroy(idx);
+    qg_destroy(ref);
+    assert_int_equal(a.bytes, 0);
+    assert_int_equal(a.errors, 0);
+}
+
+static const sc_world sc_worlds[] = {
+    /* outside: the default bounds in the middle of a world 9x as wide */
+    {{0, 0, 1024, 1024}, 5, -4096, 5120, 5, 1},
+    /* outside, and the bounds far from the origin and the boxes */
+    {{1e6f, 1e6f, 1e6f + 512, 1e6f + 512}, 5, -3000, 3000, 5, 1},
+    /* huge: bounds near FLT_MAX, boxes in a small corner of them */
+    {{-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f * 5, 0, 2000, 5, 0x1p100f},
+    /* huge bounds with boxes spread over them */
+    {{-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f * 5, -1.5e8f, 1.5e8f, 1e6f, 0x1p100f},
+    /* tiny: all normal floats, extent ~1e-27 */
+    {{0, 0, 2000 * 0x1p-100f, 2000 * 0x1p-100f}, 5 * 0x1p-100f, 0, 2000, 5, 0x1p-100f},
+    /* tiny bounds, and boxes outside them */
+    {{0, 0, 1e-30f, 1e-30f}, 0, -1e-29f, 1e-29f, 1e-32f, 1},
+};
+
+void tu_hint_failing_worlds(qg_kind kind)
+{
+    for (size_t i = 0; i < sizeof sc_worlds / sizeof *sc_worlds; i++)
+        sc_run(kind, &sc_worlds[i], 1000 + i);
+}
+

@@ -1,6 +1,8 @@
 /* Shared helpers of the quadgrid tests: a checking, counting, fault-injecting
  * allocator; a seeded RNG; growable result lists; an independent closed-box
- * overlap test. Written against the public header only. */
+ * overlap test; the main() every test program shares; the bounds-are-a-hint
+ * sequences several kinds' own tests run. Written against the public header
+ * only. */
 #ifndef QG_TEST_UTIL_H
 #define QG_TEST_UTIL_H
 
@@ -132,7 +134,54 @@ double tu_scale(void);
 /* n scaled by QG_TEST_SCALE, at least 1. */
 long tu_scaled(long n);
 
+/* ---- runner: the main() every test program shares ------------------- */
+
+struct CMUnitTest;
+
 /* Parses the kind name in argv[1]; prints usage and returns false if bad. */
 bool tu_kind_arg(int argc, char **argv, qg_kind *kind);
+
+/* QG_TEST_SEED from the environment (any base strtoull reads: 42, 0x2a),
+ * else `fallback`. Print what it returns, so a failure can be replayed. */
+uint64_t tu_env_seed(uint64_t fallback);
+
+/* A program run once per kind (ctest's <prefix>_<kind>, the kind parsed by
+ * tu_kind_arg): runs `tests` as the cmocka group "<prefix>_<kind name>",
+ * only the cases QG_TEST_FILTER's glob picks when it is set. Returns main's
+ * status: 1 when a case failed, else 77 when the kind is not built (ctest's
+ * SKIP_RETURN_CODE; the cases run anyway, those that need the kind skip
+ * themselves), else 0. */
+int tu_run_kind_group(const char *prefix, qg_kind kind, const struct CMUnitTest *tests, size_t n);
+#define tu_run_kind_tests(prefix, kind, tests) \
+    tu_run_kind_group((prefix), (kind), (tests), sizeof(tests) / sizeof *(tests))
+
+/* A kind's own invariants (tests/test_<kind>.c): 77 at once when `kind` is
+ * not built, else runs `tests` as the cmocka group `group` (QG_TEST_FILTER
+ * applies) and returns 1 when a case failed, else 0. */
+int tu_run_own_group(const char *group, qg_kind kind, const struct CMUnitTest *tests, size_t n);
+#define tu_run_own_tests(group, kind, tests) \
+    tu_run_own_group((group), (kind), (tests), sizeof(tests) / sizeof *(tests))
+
+/* Skips the running cmocka case when `kind` is not built. */
+void tu_skip_unless_built(qg_kind kind);
+
+/* ---- bounds are a hint (issue 11): sequences every kind's file can run -- */
+
+/* Outside-heavy, huge-bounds and tiny-world scenes beside QG_BRUTE_FORCE:
+ * 3,000 boxes, 12 frames of small moves, teleports and churn, and once the
+ * whole population walking far off (so the kinds that re-fit do); the same
+ * pairs and query answers and qg_validate after every frame, and at most
+ * 200 pair tests an element (a pile in one leaf or cell would test ~n^2/2). */
+void tu_hint_refit_scenes(qg_kind kind);
+/* Fault injection on the calls that may allocate after a re-fit: run k fails
+ * the k-th allocation; a call that answers QG_ERR_NOMEM leaves the index
+ * answering as before, valid, holding exactly what its allocator gave. */
+void tu_hint_refit_oom(qg_kind kind);
+/* Six worlds (outside the bounds, bounds far off, huge bounds with boxes in a
+ * corner or spread, tiny worlds) of boxes with points, big boxes and boxes
+ * wider than the scene, beside QG_BRUTE_FORCE; every few inserts and moves
+ * also run once with every allocation failing, which must answer
+ * QG_ERR_NOMEM and change nothing (or succeed without allocating). */
+void tu_hint_failing_worlds(qg_kind kind);
 
 #endif
