@@ -75,9 +75,9 @@ static void test_cleanup_shrinks_and_collapses(void **state)
     qg_destroy(ix);
 }
 
-/* QG_QUADTREE has no test file of its own: its re-fit shares this one. */
 /* Bounds are a hint (issue 11): outside, huge and tiny worlds beside the
- * brute-force kind, and the re-fit's allocations failing. */
+ * brute-force kind, and the re-fit's allocations failing. QG_QUADTREE has no
+ * test file of its own: its re-fit shares this one. */
 static void test_scenes_quadtree(void **state)
 {
     (void)state;
