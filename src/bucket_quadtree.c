@@ -35,22 +35,17 @@
 //   only into the blocks of nodes the old tree held (no allocation); later
 //   inserts split the rest as usual. The mapping is computed in double: any
 //   finite bounds.
-#include "index_internal.h"
+#include "tree_common.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-#define BQ_BITS 15
-#define BQ_SIDE (1 << BQ_BITS)
+#define BQ_BITS QG_TREE_BITS
+#define BQ_SIDE QG_TREE_SIDE
 #define BQ_DEFAULT_DEPTH 5
 #define BQ_DEFAULT_CAPACITY 32
 /// Breadth-first queue of a query: a power of two. A full queue (only in
 /// trees deeper than 5 levels) makes the search finish that subtree
 /// depth-first instead.
 #define BQ_QUEUE 512
-/// Depth-first traversal pops one node and pushes at most 4.
-#define BQ_STACK (3 * BQ_BITS + 8)
+#define BQ_STACK QG_TREE_STACK
 /// Buckets up to this size are copied to the C stack for the pair loop.
 #define BQ_GATHER 256
 
@@ -61,13 +56,8 @@ typedef struct bq_node {
     int32_t total;       ///< elements in the bucket and every descendant's
 } bq_node;
 
-typedef struct bq_ibox {
-    int32_t x0, y0, x1, y1;
-} bq_ibox;
-
-typedef struct bq_cell {
-    int32_t node, x, y, depth;
-} bq_cell;
+typedef qg_tree_ibox bq_ibox;
+typedef qg_tree_cell bq_cell;
 
 typedef struct bucket_quadtree {
     qg_index base;
@@ -78,69 +68,22 @@ typedef struct bucket_quadtree {
     int32_t free_blocks;
     int32_t *next, *prev; ///< per handle: bucket links
     int32_t next_capacity, prev_capacity;
-    qg_rect world; ///< the box mapped onto the integer coordinates
-    float scale_x, scale_y;
+    qg_tree_world world;
     int32_t max_depth, capacity;
-    int32_t scan_count;    ///< live elements at the last scan of the boxes
-    int64_t outside_moves; ///< inserts and moves outside the world since that scan
 } bucket_quadtree;
 
 static const bq_cell bq_root = {0, 0, 0, 0};
 
-/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
-static inline float bq_to_float(double v)
-{
-    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
-}
-
-/// Maps `world` onto the integer coordinates. The scale saturates at
-/// FLT_MAX for worlds under 1e-34 wide (coarser cells, same answers).
-static void bq_set_world(bucket_quadtree *bq, qg_rect world)
-{
-    bq->world = world;
-    bq->scale_x = bq_to_float(BQ_SIDE / qg_extent(world.min_x, world.max_x));
-    bq->scale_y = bq_to_float(BQ_SIDE / qg_extent(world.min_y, world.max_y));
-}
-
-/// True when r is not wholly inside the world: what re-fitting counts.
-static inline bool bq_outside(const bucket_quadtree *bq, qg_rect r)
-{
-    const qg_rect w = bq->world;
-    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
-}
-
-static inline int32_t bq_map(float v, float origin, float scale)
-{
-    float f = (v - origin) * scale;
-    if (!(f > 0.0f))
-        return 0;
-    if (f >= (float)(BQ_SIDE - 1))
-        return BQ_SIDE - 1;
-    return (int32_t)f;
-}
-
 /// Conservative integer box: monotonic per coordinate, clamped to the world.
 static inline bq_ibox bq_map_box(const bucket_quadtree *bq, qg_rect r)
 {
-    const qg_rect b = bq->world;
-#if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
-                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
-                          _mm_setr_ps(bq->scale_x, bq->scale_y, bq->scale_x, bq->scale_y));
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(BQ_SIDE - 1)));
-    int32_t out[4];
-    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
-    return (bq_ibox){out[0], out[1], out[2], out[3]};
-#else
-    return (bq_ibox){bq_map(r.min_x, b.min_x, bq->scale_x), bq_map(r.min_y, b.min_y, bq->scale_y),
-                     bq_map(r.max_x, b.min_x, bq->scale_x), bq_map(r.max_y, b.min_y, bq->scale_y)};
-#endif
+    return qg_tree_map_box(&bq->world, r, BQ_SIDE);
 }
 
-static inline bq_cell bq_child_cell(bq_cell c, int32_t first_child, int i)
+/// The shared walks' view of a node: its first child, -1 for a leaf.
+static int32_t bq_children(const void *tree, int32_t node)
 {
-    const int32_t half = (BQ_SIDE >> c.depth) >> 1;
-    return (bq_cell){first_child + i, c.x + (i & 1) * half, c.y + (i >> 1) * half, c.depth + 1};
+    return ((const bucket_quadtree *)tree)->nodes[node].first_child;
 }
 
 /// The child of c that holds all of b, or -1 when b straddles the children
@@ -153,15 +96,6 @@ static inline int bq_containing_child(bq_cell c, bq_ibox b)
     if ((b.x1 >= mx) != right || (b.y1 >= my) != bottom)
         return -1;
     return right | bottom << 1;
-}
-
-/// Bits 0-3: the children of c whose cells b overlaps.
-static inline unsigned bq_child_mask(bq_cell c, bq_ibox b)
-{
-    const int32_t half = (BQ_SIDE >> c.depth) >> 1;
-    const int32_t mx = c.x + half, my = c.y + half;
-    const unsigned left = b.x0 < mx, right = b.x1 >= mx, top = b.y0 < my, bottom = b.y1 >= my;
-    return (left & top) | (right & top) << 1 | (left & bottom) << 2 | (right & bottom) << 3;
 }
 
 /// The node that holds (or would hold, before any split) the integer box b:
@@ -178,7 +112,7 @@ static bq_cell bq_find(const bucket_quadtree *bq, bq_ibox b, int32_t *path)
         const int i = bq_containing_child(c, b);
         if (i < 0)
             return c;
-        c = bq_child_cell(c, fc, i);
+        c = qg_tree_child_cell(c, fc, i);
     }
 }
 
@@ -280,7 +214,7 @@ static void bq_place(bucket_quadtree *bq, qg_handle h, bq_ibox b)
             bq_link(bq, c.node, h);
             return;
         }
-        c = bq_child_cell(c, fc, i);
+        c = qg_tree_child_cell(c, fc, i);
     }
 }
 
@@ -343,7 +277,7 @@ static qg_status bucket_quadtree_configure(qg_config *config)
 static qg_status bucket_quadtree_init(qg_index *index)
 {
     bucket_quadtree *bq = (bucket_quadtree *)index;
-    bq_set_world(bq, index->config.bounds);
+    qg_tree_world_set(&bq->world, index->config.bounds, BQ_SIDE);
     bq->max_depth = index->config.max_depth;
     bq->capacity = index->config.leaf_capacity;
     bq->free_block = -1;
@@ -372,7 +306,7 @@ static qg_status bucket_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle 
         !qg_txn_reserve(txn, (void **)&bq->prev, &bq->prev_capacity, sizeof(int32_t), (int64_t)h + 1) ||
         !bq_reserve_blocks(bq, txn, bq_splits_needed(bq, b)))
         return QG_ERR_NOMEM;
-    bq->outside_moves += bq_outside(bq, box);
+    qg_tree_note(&bq->world, box);
     bq_place(bq, h, b);
     return QG_OK;
 }
@@ -385,7 +319,7 @@ static void bucket_quadtree_remove(qg_index *index, qg_handle h)
 static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     bucket_quadtree *bq = (bucket_quadtree *)index;
-    bq->outside_moves += bq_outside(bq, box);
+    qg_tree_note(&bq->world, box);
     const bq_ibox nb = bq_map_box(bq, box);
     const bq_cell from = bq_find(bq, bq_map_box(bq, index->boxes[h]), NULL);
     const bq_cell to = bq_find(bq, nb, NULL);
@@ -405,76 +339,18 @@ static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h,
     return QG_OK;
 }
 
-/// Scans every box and decides whether the world should change: when a
-/// sixteenth of the elements lie outside it (it then grows to take them in,
-/// keeping the old world, half as wide again), or when the elements fill
-/// less than an eighth of it on both axes (it then shrinks to them).
-static bool bq_fit(const bucket_quadtree *bq, qg_rect *out)
-{
-    const qg_index *ix = &bq->base;
-    const qg_rect w = bq->world;
-    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
-    int64_t outside = 0;
-    for (qg_handle h = 0; h < ix->box_high; ++h) {
-        const qg_rect r = ix->boxes[h];
-        if (isnan(r.min_x))
-            continue; // a free slot
-        lx = r.min_x < lx ? r.min_x : lx;
-        ly = r.min_y < ly ? r.min_y : ly;
-        hx = r.max_x > hx ? r.max_x : hx;
-        hy = r.max_y > hy ? r.max_y : hy;
-        outside += bq_outside(bq, r);
-    }
-    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
-    const bool spill = outside * 16 > ix->count;
-    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
-    if (!spill && !sparse)
-        return false;
-    double x0 = lx, y0 = ly, x1 = hx, y1 = hy;
-    if (!sparse) {
-        x0 = w.min_x < x0 ? w.min_x : x0;
-        y0 = w.min_y < y0 ? w.min_y : y0;
-        x1 = w.max_x > x1 ? w.max_x : x1;
-        y1 = w.max_y > y1 ? w.max_y : y1;
-    }
-    const double ex = x1 - x0, ey = y1 - y0;
-    const double half = 0.75 * (ex > ey ? ex : ey);
-    const double cx = x0 + 0.5 * ex, cy = y0 + 0.5 * ey;
-    qg_rect n = {bq_to_float(cx - half), bq_to_float(cy - half), bq_to_float(cx + half), bq_to_float(cy + half)};
-    // All elements at one point: the world still needs min < max.
-    if (!(n.min_x < n.max_x)) {
-        if (n.min_x > -FLT_MAX)
-            n.min_x = nextafterf(n.min_x, -FLT_MAX);
-        else
-            n.max_x = nextafterf(n.max_x, FLT_MAX);
-    }
-    if (!(n.min_y < n.max_y)) {
-        if (n.min_y > -FLT_MAX)
-            n.min_y = nextafterf(n.min_y, -FLT_MAX);
-        else
-            n.max_y = nextafterf(n.max_y, FLT_MAX);
-    }
-    *out = n;
-    return true;
-}
-
 static void bucket_quadtree_cleanup(qg_index *index)
 {
     // Merging is eager: only the re-fit check is left for here. O(1) unless
     // a sixteenth of the moves since the last scan ended outside the world
     // or the population doubled or halved since it.
     bucket_quadtree *bq = (bucket_quadtree *)index;
-    const int64_t n = index->count;
-    if (n == 0 || !(bq->outside_moves * 16 > n || n >= 2 * (int64_t)bq->scan_count || 2 * n <= bq->scan_count))
-        return;
-    bq->outside_moves = 0;
-    bq->scan_count = (int32_t)n;
     qg_rect world;
-    if (!bq_fit(bq, &world))
+    if (!qg_tree_scan_due(&bq->world, index->count) || !qg_tree_fit(&bq->world, index, -1, false, &world, NULL))
         return;
     // Re-insert everything from an empty root, in the blocks already held:
     // the node array's capacity bounds the splits (bq_place checks).
-    bq_set_world(bq, world);
+    qg_tree_world_set(&bq->world, world, BQ_SIDE);
     bq->nodes[0] = (bq_node){-1, -1, 0, 0};
     bq->node_high = 1;
     bq->free_block = -1;
@@ -493,9 +369,7 @@ static void bucket_quadtree_clear(qg_index *index)
     bq->free_block = -1;
     bq->free_blocks = 0;
     // Back to the configured world: the next elements may be anywhere.
-    bq_set_world(bq, index->config.bounds);
-    bq->scan_count = 0;
-    bq->outside_moves = 0;
+    qg_tree_world_reset(&bq->world, index->config.bounds, BQ_SIDE);
 }
 
 /// Tests the bucket of node against area; false when the callback stopped.
@@ -526,10 +400,10 @@ static bool bq_query_dfs(const bucket_quadtree *bq, bq_cell from, bq_ibox qb, qg
         const int32_t fc = bq->nodes[c.node].first_child;
         if (fc < 0)
             continue;
-        const unsigned mask = bq_child_mask(c, qb);
+        const unsigned mask = qg_tree_child_mask(c, qb);
         for (int i = 3; i >= 0; --i) {
             if (mask >> i & 1)
-                stack[top++] = bq_child_cell(c, fc, i);
+                stack[top++] = qg_tree_child_cell(c, fc, i);
         }
     }
     return true;
@@ -551,11 +425,11 @@ static void bucket_quadtree_query(const qg_index *index, qg_rect area, qg_query_
         const int32_t fc = bq->nodes[c.node].first_child;
         if (fc < 0)
             continue;
-        const unsigned mask = bq_child_mask(c, qb);
+        const unsigned mask = qg_tree_child_mask(c, qb);
         for (int i = 0; i < 4; ++i) {
             if (!(mask >> i & 1))
                 continue;
-            const bq_cell child = bq_child_cell(c, fc, i);
+            const bq_cell child = qg_tree_child_cell(c, fc, i);
             if (bq->nodes[child.node].total == 0)
                 continue; // nothing below: the text would visit it, we need not
             if (tail - head < BQ_QUEUE) {
@@ -616,11 +490,11 @@ static bool bq_pairs_below(const bucket_quadtree *bq, bq_cell c, qg_handle a, qg
         const int32_t fc = bq->nodes[n.node].first_child;
         if (fc < 0)
             continue;
-        const unsigned mask = bq_child_mask(n, b);
+        const unsigned mask = qg_tree_child_mask(n, b);
         for (int i = 3; i >= 0; --i) {
             if (!(mask >> i & 1))
                 continue;
-            const bq_cell child = bq_child_cell(n, fc, i);
+            const bq_cell child = qg_tree_child_cell(n, fc, i);
             const bq_node cn = bq->nodes[child.node];
             if (cn.total == 0)
                 continue;
@@ -656,80 +530,44 @@ static void bucket_quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *u
                 return;
         }
         for (int i = 3; i >= 0; --i) {
-            const bq_cell child = bq_child_cell(c, n.first_child, i);
+            const bq_cell child = qg_tree_child_cell(c, n.first_child, i);
             if (bq->nodes[child.node].total > 0)
                 stack[top++] = child;
         }
     }
 }
 
-/// Calls visit for every node, depth first.
-static void bq_walk(const bucket_quadtree *bq, void (*visit)(const bucket_quadtree *, bq_cell, void *), void *ctx)
-{
-    bq_cell stack[BQ_STACK];
-    int top = 0;
-    stack[top++] = bq_root;
-    while (top > 0) {
-        const bq_cell c = stack[--top];
-        visit(bq, c, ctx);
-        const int32_t fc = bq->nodes[c.node].first_child;
-        if (fc >= 0 && c.depth < BQ_BITS) {
-            for (int i = 3; i >= 0; --i)
-                stack[top++] = bq_child_cell(c, fc, i);
-        }
-    }
-}
-
-static void bq_stats_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
-{
-    qg_stats *s = ctx;
-    s->nodes++;
-    s->leaves += bq->nodes[c.node].first_child < 0;
-    if (c.depth > s->max_depth_reached)
-        s->max_depth_reached = c.depth;
-}
-
 static void bucket_quadtree_stats(const qg_index *index, qg_stats *stats)
 {
-    bq_walk((const bucket_quadtree *)index, bq_stats_visit, stats);
+    qg_tree_stats(index, bq_children, stats);
 }
 
-typedef struct bq_visit_ctx {
-    qg_visit_fn *fn;
-    void *user;
-} bq_visit_ctx;
-
-static void bq_user_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
+static void bq_user_visit(const void *tree, bq_cell c, int32_t children, void *ctx)
 {
-    const bq_visit_ctx *v = ctx;
-    const qg_rect b = bq->world;
-    // In double: the world's extent may pass FLT_MAX.
-    const double s = (double)(BQ_SIDE >> c.depth);
-    const double ux = qg_extent(b.min_x, b.max_x) / BQ_SIDE, uy = qg_extent(b.min_y, b.max_y) / BQ_SIDE;
-    const qg_rect r = {bq_to_float(b.min_x + c.x * ux), bq_to_float(b.min_y + c.y * uy),
-                       bq_to_float(b.min_x + (c.x + s) * ux), bq_to_float(b.min_y + (c.y + s) * uy)};
+    (void)children;
+    const bucket_quadtree *bq = tree;
+    const qg_tree_visit_ctx *v = ctx;
+    const qg_rect r = qg_tree_cell_rect(&bq->world, c.x, c.y, BQ_SIDE >> c.depth, BQ_SIDE);
     v->fn(r, c.depth, bq->nodes[c.node].count, v->user);
 }
 
 static void bucket_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 {
-    bq_visit_ctx v = {fn, user};
-    bq_walk((const bucket_quadtree *)index, bq_user_visit, &v);
+    qg_tree_visit_ctx v = {fn, user};
+    qg_tree_walk(index, bq_children, bq_user_visit, &v);
 }
-
-typedef struct bq_check {
-    bool ok;
-    int64_t branches, elements;
-} bq_check;
 
 /// Checks one node: its bucket's links and count, that every element in it
 /// is where the descent puts it, and (bottom-up via the parent's check) the
 /// subtree totals.
-static void bq_check_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
+static void bq_check_visit(const void *tree, bq_cell c, int32_t children, void *ctx)
 {
-    bq_check *k = ctx;
+    const bucket_quadtree *bq = tree;
+    qg_tree_check *k = ctx;
+    if (!qg_tree_check_node(k, c, children, bq->node_high, bq->max_depth))
+        return;
     const bq_node n = bq->nodes[c.node];
-    if (c.node >= bq->node_high || c.depth > bq->max_depth || n.count < 0 || n.total < n.count) {
+    if (n.count < 0 || n.total < n.count) {
         k->ok = false;
         return;
     }
@@ -748,13 +586,7 @@ static void bq_check_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
         k->ok = false;
     k->elements += len;
     int64_t sum = n.count;
-    if (n.first_child >= 0) {
-        k->branches++;
-        if (n.first_child < 1 || n.first_child + 4 > bq->node_high || (n.first_child - 1) % 4 != 0 ||
-            c.depth >= bq->max_depth) {
-            k->ok = false;
-            return;
-        }
+    if (children >= 0) {
         for (int i = 0; i < 4; ++i)
             sum += bq->nodes[n.first_child + i].total;
         // Eager merge: no branch whose subtree fits one bucket survives.
@@ -768,19 +600,14 @@ static void bq_check_visit(const bucket_quadtree *bq, bq_cell c, void *ctx)
 static qg_status bucket_quadtree_validate(const qg_index *index, size_t *bytes)
 {
     const bucket_quadtree *bq = (const bucket_quadtree *)index;
-    if (bq->node_high < 1 || bq->node_high > bq->node_capacity || (bq->node_high - 1) % 4 != 0 ||
-        bq->next_capacity != bq->prev_capacity || bq->next_capacity < index->box_high)
+    if (!qg_tree_high_ok(bq->node_high, bq->node_capacity) || bq->next_capacity != bq->prev_capacity ||
+        bq->next_capacity < index->box_high)
         return QG_ERR_INVALID;
-    bq_check k = {true, 0, 0};
-    bq_walk(bq, bq_check_visit, &k);
-    if (!k.ok || k.elements != index->count || bq->nodes[0].total != index->count)
-        return QG_ERR_INVALID;
-    int32_t free_blocks = 0;
-    for (int32_t b = bq->free_block; b >= 0; b = bq->nodes[b].first_child) {
-        if (b < 1 || b + 4 > bq->node_high || (b - 1) % 4 != 0 || ++free_blocks > bq->free_blocks)
-            return QG_ERR_INVALID;
-    }
-    if (free_blocks != bq->free_blocks || 1 + 4 * k.branches + 4 * (int64_t)free_blocks != bq->node_high)
+    qg_tree_check k = {true, 0, 0};
+    qg_tree_walk(bq, bq_children, bq_check_visit, &k);
+    if (!k.ok || k.elements != index->count || bq->nodes[0].total != index->count ||
+        !qg_tree_blocks_ok(bq->nodes, sizeof(bq_node), offsetof(bq_node, first_child), bq->free_block,
+                           bq->free_blocks, bq->node_high, k.branches))
         return QG_ERR_INVALID;
     *bytes += (size_t)bq->node_capacity * sizeof(bq_node) + (size_t)bq->next_capacity * sizeof(int32_t) +
               (size_t)bq->prev_capacity * sizeof(int32_t);

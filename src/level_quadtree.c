@@ -43,11 +43,7 @@
 //   quadtree cells are the same cell or one holds the other. So every pair is
 //   found once by testing each node's elements among themselves and each
 //   element against the elements of the descendants its box overlaps.
-#include "index_internal.h"
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "tree_common.h"
 
 /// Deepest level a caller may ask for: level 11 is 4^11 cells, 5.6 million
 /// nodes (45 MB) in all. Deeper requests are clamped to it.
@@ -72,9 +68,7 @@ typedef struct lv_link {
     int32_t next, prev;
 } lv_link;
 
-typedef struct lv_ibox {
-    int32_t x0, y0, x1, y1;
-} lv_ibox;
+typedef qg_tree_ibox lv_ibox;
 
 /// A node named by level and coordinates on that level.
 typedef struct lv_cell {
@@ -89,95 +83,21 @@ typedef struct level_quadtree {
     int32_t link_capacity;
     int32_t depth;       ///< deepest level in use
     int32_t alloc_depth; ///< deepest level allocated (the configured max_depth)
-    qg_rect world;       ///< the box mapped onto the integer coordinates
-    float scale_x, scale_y;
-    int32_t scan_count;    ///< live elements at the last scan of the boxes
-    int64_t outside_moves; ///< inserts and moves outside the world since that scan
+    qg_tree_world world; ///< mapped onto the integer coordinates of the levels in use
     int32_t offset[LV_MAX_DEPTH + 2]; ///< first node of each level
 } level_quadtree;
 
-/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
-static inline float lv_to_float(double v)
-{
-    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
-}
-
-/// Deepest level whose cells are still at least element_size wide in a world
-/// `extent` wide, at most `cap`. In double: extents pass FLT_MAX.
-static int lv_depth_for(double extent, double element_size, int cap)
-{
-    int depth = 0;
-    while (depth < cap && extent / (double)(2 << depth) >= element_size)
-        depth++;
-    return depth < 1 ? 1 : depth;
-}
-
-static inline double lv_world_extent(qg_rect w)
-{
-    const double x = qg_extent(w.min_x, w.max_x), y = qg_extent(w.min_y, w.max_y);
-    return x > y ? x : y;
-}
-
-/// Maps `world` onto the integer coordinates of the levels in use. The
-/// scale saturates at FLT_MAX for worlds under 1e-34 wide (coarser cells,
-/// same answers).
+/// Maps `world` onto the integer coordinates of the levels in use.
 static void lv_set_world(level_quadtree *lv, qg_rect world, int depth)
 {
-    lv->world = world;
     lv->depth = depth;
-    const double side = (double)(1 << depth);
-    lv->scale_x = lv_to_float(side / qg_extent(world.min_x, world.max_x));
-    lv->scale_y = lv_to_float(side / qg_extent(world.min_y, world.max_y));
-}
-
-/// True when r is not wholly inside the world: what re-fitting counts.
-static inline bool lv_outside(const level_quadtree *lv, qg_rect r)
-{
-    const qg_rect w = lv->world;
-    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
-}
-
-static inline int32_t lv_map(float v, float origin, float scale, int32_t side)
-{
-    float f = (v - origin) * scale;
-    if (!(f > 0.0f))
-        return 0;
-    if (f >= (float)(side - 1))
-        return side - 1;
-    return (int32_t)f;
+    qg_tree_world_set(&lv->world, world, 1 << depth);
 }
 
 /// Conservative integer box, clamped to [0, 2^depth - 1].
 static inline lv_ibox lv_map_box(const level_quadtree *lv, qg_rect r)
 {
-    const qg_rect b = lv->world;
-    const int32_t side = 1 << lv->depth;
-#if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
-                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
-                          _mm_setr_ps(lv->scale_x, lv->scale_y, lv->scale_x, lv->scale_y));
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(side - 1)));
-    int32_t out[4];
-    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
-    return (lv_ibox){out[0], out[1], out[2], out[3]};
-#else
-    return (lv_ibox){lv_map(r.min_x, b.min_x, lv->scale_x, side), lv_map(r.min_y, b.min_y, lv->scale_y, side),
-                     lv_map(r.max_x, b.min_x, lv->scale_x, side), lv_map(r.max_y, b.min_y, lv->scale_y, side)};
-#endif
-}
-
-static inline int lv_bit_length(uint32_t v)
-{
-#if defined(__GNUC__)
-    return v ? 32 - __builtin_clz(v) : 0;
-#else
-    int n = 0;
-    while (v) {
-        v >>= 1;
-        n++;
-    }
-    return n;
-#endif
+    return qg_tree_map_box(&lv->world, r, 1 << lv->depth);
 }
 
 static inline int32_t lv_index(const level_quadtree *lv, lv_cell c)
@@ -189,7 +109,7 @@ static inline int32_t lv_index(const level_quadtree *lv, lv_cell c)
 static inline lv_cell lv_locate(const level_quadtree *lv, qg_rect r)
 {
     const lv_ibox ib = lv_map_box(lv, r);
-    const int shift = lv_bit_length((uint32_t)((ib.x0 ^ ib.x1) | (ib.y0 ^ ib.y1)));
+    const int shift = qg_tree_spread(ib);
     return (lv_cell){lv->depth - shift, ib.x0 >> shift, ib.y0 >> shift};
 }
 
@@ -243,12 +163,8 @@ static qg_status level_quadtree_configure(qg_config *config)
 {
     if (config->max_depth > LV_MAX_DEPTH)
         config->max_depth = LV_MAX_DEPTH; // 4^depth nodes: deeper does not fit
-    if (config->max_depth == 0) {
-        int depth = LV_DEFAULT_DEPTH;
-        if (config->element_size > 0.0f)
-            depth = lv_depth_for(lv_world_extent(config->bounds), config->element_size, LV_DEFAULT_MAX_DEPTH);
-        config->max_depth = depth;
-    }
+    if (config->max_depth == 0)
+        config->max_depth = qg_tree_chosen_depth(config, LV_DEFAULT_DEPTH, LV_DEFAULT_MAX_DEPTH);
     if (config->leaf_capacity == 0)
         config->leaf_capacity = 1; // unused: nodes never split
     return QG_OK;
@@ -284,7 +200,7 @@ static qg_status level_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
     level_quadtree *lv = (level_quadtree *)index;
     if (!qg_txn_reserve(txn, (void **)&lv->links, &lv->link_capacity, sizeof(lv_link), (int64_t)h + 1))
         return QG_ERR_NOMEM;
-    lv->outside_moves += lv_outside(lv, box);
+    qg_tree_note(&lv->world, box);
     const lv_cell c = lv_locate(lv, box);
     lv_link_in(lv, lv_index(lv, c), h);
     lv_count_up(lv, c, 1);
@@ -304,7 +220,7 @@ static qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
     (void)txn;
     level_quadtree *lv = (level_quadtree *)index;
     index->boxes[h] = box;
-    lv->outside_moves += lv_outside(lv, box);
+    qg_tree_note(&lv->world, box);
     lv_cell to = lv_locate(lv, box);
     const int32_t old = lv->links[h].node, now = lv_index(lv, to);
     if (old == now)
@@ -330,72 +246,15 @@ static qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
     return QG_OK;
 }
 
-/// Scans every box and decides whether the world should change: when a
-/// sixteenth of the elements lie outside it (it then grows to take them in,
-/// keeping the old world, half as wide again), or when the elements fill
-/// less than an eighth of it on both axes (it then shrinks to them). *size
-/// is the elements' mean width (the larger side), which picks the depth.
-static bool lv_fit(const level_quadtree *lv, qg_rect *out, double *size)
-{
-    const qg_index *ix = &lv->base;
-    const qg_rect w = lv->world;
-    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
-    int64_t outside = 0;
-    double widths = 0.0;
-    for (qg_handle h = 0; h < ix->box_high; ++h) {
-        const qg_rect r = ix->boxes[h];
-        if (isnan(r.min_x))
-            continue; // a free slot
-        lx = r.min_x < lx ? r.min_x : lx;
-        ly = r.min_y < ly ? r.min_y : ly;
-        hx = r.max_x > hx ? r.max_x : hx;
-        hy = r.max_y > hy ? r.max_y : hy;
-        outside += lv_outside(lv, r);
-        const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
-        widths += rw > rh ? rw : rh;
-    }
-    *size = widths / ix->count;
-    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
-    const bool spill = outside * 16 > ix->count;
-    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
-    if (!spill && !sparse)
-        return false;
-    double x0 = lx, y0 = ly, x1 = hx, y1 = hy;
-    if (!sparse) {
-        x0 = w.min_x < x0 ? w.min_x : x0;
-        y0 = w.min_y < y0 ? w.min_y : y0;
-        x1 = w.max_x > x1 ? w.max_x : x1;
-        y1 = w.max_y > y1 ? w.max_y : y1;
-    }
-    // Square, half as wide again as the larger side.
-    const double ex = x1 - x0, ey = y1 - y0;
-    const double half = 0.75 * (ex > ey ? ex : ey);
-    const double cx = x0 + 0.5 * ex, cy = y0 + 0.5 * ey;
-    qg_rect n = {lv_to_float(cx - half), lv_to_float(cy - half), lv_to_float(cx + half), lv_to_float(cy + half)};
-    // All elements at one point: the world still needs min < max.
-    if (!(n.min_x < n.max_x)) {
-        if (n.min_x > -FLT_MAX)
-            n.min_x = nextafterf(n.min_x, -FLT_MAX);
-        else
-            n.max_x = nextafterf(n.max_x, FLT_MAX);
-    }
-    if (!(n.min_y < n.max_y)) {
-        if (n.min_y > -FLT_MAX)
-            n.min_y = nextafterf(n.min_y, -FLT_MAX);
-        else
-            n.max_y = nextafterf(n.max_y, FLT_MAX);
-    }
-    *out = n;
-    return true;
-}
-
 /// Relinks every element under a new world. Allocation-free: every level is
 /// already there.
 static void lv_rebuild(level_quadtree *lv, qg_rect world, double size)
 {
     qg_index *ix = &lv->base;
+    // Cells a little over the larger of the configured and the measured
+    // element size, within the levels allocated.
     const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
-    lv_set_world(lv, world, lv_depth_for(lv_world_extent(world), es, lv->alloc_depth));
+    lv_set_world(lv, world, qg_tree_depth_for(qg_tree_extent(world), es, lv->alloc_depth));
     for (int32_t i = 0; i < lv->node_count; ++i)
         lv->nodes[i] = (lv_node){-1, 0};
     for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
@@ -413,14 +272,9 @@ static void level_quadtree_cleanup(qg_index *index)
     // O(1) unless a sixteenth of the moves since the last scan ended outside
     // the world or the population doubled or halved since it.
     level_quadtree *lv = (level_quadtree *)index;
-    const int64_t n = index->count;
-    if (n == 0 || !(lv->outside_moves * 16 > n || n >= 2 * (int64_t)lv->scan_count || 2 * n <= lv->scan_count))
-        return;
-    lv->outside_moves = 0;
-    lv->scan_count = (int32_t)n;
     qg_rect world;
     double size;
-    if (lv_fit(lv, &world, &size))
+    if (qg_tree_scan_due(&lv->world, index->count) && qg_tree_fit(&lv->world, index, -1, false, &world, &size))
         lv_rebuild(lv, world, size);
 }
 
@@ -430,18 +284,15 @@ static void level_quadtree_clear(qg_index *index)
     for (int32_t i = 0; i < lv->node_count; ++i)
         lv->nodes[i] = (lv_node){-1, 0};
     // Back to the configured world: the next elements may be anywhere.
-    lv_set_world(lv, index->config.bounds, lv->alloc_depth);
-    lv->scan_count = 0;
-    lv->outside_moves = 0;
+    lv->depth = lv->alloc_depth;
+    qg_tree_world_reset(&lv->world, index->config.bounds, 1 << lv->depth);
 }
 
 /// Bits 0-3: the children of c whose cells overlap the integer box b.
 static inline unsigned lv_child_mask(const level_quadtree *lv, lv_cell c, lv_ibox b)
 {
     const int s = lv->depth - c.level - 1; // children's cells are 2^s units
-    const int32_t mx = (2 * c.x + 1) << s, my = (2 * c.y + 1) << s;
-    const unsigned left = b.x0 < mx, right = b.x1 >= mx, top = b.y0 < my, bottom = b.y1 >= my;
-    return (left & top) | (right & top) << 1 | (left & bottom) << 2 | (right & bottom) << 3;
+    return qg_tree_quadrants((2 * c.x + 1) << s, (2 * c.y + 1) << s, b);
 }
 
 static inline lv_cell lv_child(lv_cell c, int i)
@@ -606,7 +457,6 @@ static void level_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *u
     // Only the root and the nodes of non-empty subtrees: the full tree can
     // hold millions of nodes, nearly all of them empty.
     const level_quadtree *lv = (const level_quadtree *)index;
-    const qg_rect b = lv->world;
     lv_cell stack[LV_STACK];
     int top = 0;
     stack[top++] = (lv_cell){0, 0, 0};
@@ -616,11 +466,7 @@ static void level_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *u
         int32_t own = 0;
         for (int32_t h = n.head; h >= 0; h = lv->links[h].next)
             own++;
-        // In double: the world's extent may pass FLT_MAX.
-        const double w = qg_extent(b.min_x, b.max_x) / (1 << c.level), hgt = qg_extent(b.min_y, b.max_y) / (1 << c.level);
-        const qg_rect r = {lv_to_float(b.min_x + c.x * w), lv_to_float(b.min_y + c.y * hgt),
-                           lv_to_float(b.min_x + (c.x + 1) * w), lv_to_float(b.min_y + (c.y + 1) * hgt)};
-        fn(r, c.level, own, user);
+        fn(qg_tree_cell_rect(&lv->world, c.x, c.y, 1, 1 << c.level), c.level, own, user);
         if (c.level == lv->depth)
             continue;
         for (int i = 3; i >= 0; --i) {

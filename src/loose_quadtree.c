@@ -38,16 +38,13 @@
 //   move, which may allocate. The new max_depth puts the smallest cells at
 //   the elements' mean size (or element_size, if larger), under a max_depth
 //   the user chose. The mapping is computed in double: any finite bounds.
-#include "index_internal.h"
+#include "tree_common.h"
 
-#include <float.h>
-
-#define LQ_BITS 15
-#define LQ_SIDE (1 << LQ_BITS)
+#define LQ_BITS QG_TREE_BITS
+#define LQ_SIDE QG_TREE_SIDE
 #define LQ_DEFAULT_DEPTH 8
 #define LQ_DEFAULT_CAPACITY 8
-/// Depth-first traversal pops one node and pushes at most 4.
-#define LQ_STACK (3 * LQ_BITS + 8)
+#define LQ_STACK QG_TREE_STACK
 /// Post-order cleanup: a node, its finishing mark and its 4 children per
 /// level.
 #define LQ_POST_STACK (5 * LQ_BITS + 8)
@@ -87,52 +84,11 @@ typedef struct loose_quadtree {
     int32_t elem_capacity;
     uint8_t *depths; ///< per handle: depth of its leaf
     int32_t depth_capacity;
-    qg_rect world; ///< the box mapped onto the integer coordinates
-    float scale_x, scale_y;
+    qg_tree_world world;
     int32_t max_depth, leaf_capacity;
-    int32_t depth_cap;     ///< a re-fit's max_depth: the configured one if the user chose it, else LQ_BITS
-    bool resplit;          ///< a re-fit left over-full leaves: the next insert or move splits them
-    int32_t scan_count;    ///< live elements at the last scan of the boxes
-    int64_t outside_moves; ///< inserts and moves outside the world since that scan
+    int32_t depth_cap; ///< a re-fit's max_depth: the configured one if the user chose it, else LQ_BITS
+    bool resplit;      ///< a re-fit left over-full leaves: the next insert or move splits them
 } loose_quadtree;
-
-/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
-static inline float lq_to_float(double v)
-{
-    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
-}
-
-/// Deepest level whose cells are still at least element_size wide in a world
-/// `extent` wide. In double: extents pass FLT_MAX.
-static int lq_depth_for(double extent, double element_size)
-{
-    int depth = 0;
-    while (depth < LQ_BITS && extent / (double)(2 << depth) >= element_size)
-        depth++;
-    return depth < 1 ? 1 : depth;
-}
-
-static inline double lq_world_extent(qg_rect w)
-{
-    const double x = qg_extent(w.min_x, w.max_x), y = qg_extent(w.min_y, w.max_y);
-    return x > y ? x : y;
-}
-
-/// Maps `world` onto the integer coordinates. The scale saturates at
-/// FLT_MAX for worlds under 1e-34 wide (coarser cells, same answers).
-static void lq_set_world(loose_quadtree *lq, qg_rect world)
-{
-    lq->world = world;
-    lq->scale_x = lq_to_float(LQ_SIDE / qg_extent(world.min_x, world.max_x));
-    lq->scale_y = lq_to_float(LQ_SIDE / qg_extent(world.min_y, world.max_y));
-}
-
-/// True when r is not wholly inside the world: what re-fitting counts.
-static inline bool lq_outside(const loose_quadtree *lq, qg_rect r)
-{
-    const qg_rect w = lq->world;
-    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
-}
 
 static inline bool lq_is_branch(lq_node n)
 {
@@ -178,22 +134,19 @@ static inline qg_rect lq_rect(const lq_node *n)
     return (qg_rect){n->rect[0], n->rect[1], n->rect[2], n->rect[3]};
 }
 
-static inline int32_t lq_map(float v, float origin, float scale)
-{
-    float f = (v - origin) * scale;
-    if (!(f > 0.0f))
-        return 0;
-    if (f >= (float)(LQ_SIDE - 1))
-        return LQ_SIDE - 1;
-    return (int32_t)f;
-}
-
 /// The integer centre of a box (halves first: the sum could overflow).
 static inline lq_point lq_centre(const loose_quadtree *lq, qg_rect r)
 {
-    const qg_rect b = lq->world;
-    return (lq_point){lq_map(r.min_x * 0.5f + r.max_x * 0.5f, b.min_x, lq->scale_x),
-                      lq_map(r.min_y * 0.5f + r.max_y * 0.5f, b.min_y, lq->scale_y)};
+    const qg_tree_world *w = &lq->world;
+    return (lq_point){qg_tree_map(r.min_x * 0.5f + r.max_x * 0.5f, w->box.min_x, w->scale_x, LQ_SIDE),
+                      qg_tree_map(r.min_y * 0.5f + r.max_y * 0.5f, w->box.min_y, w->scale_y, LQ_SIDE)};
+}
+
+/// The shared walks' view of a node: its first child, -1 for a leaf.
+static int32_t lq_children(const void *tree, int32_t node)
+{
+    const lq_node n = ((const loose_quadtree *)tree)->nodes[node];
+    return lq_is_branch(n) ? lq_first_child(n) : -1;
 }
 
 /// Which child of a node at `depth` holds point p.
@@ -287,6 +240,12 @@ static int lq_split_leaf(loose_quadtree *lq, int32_t node, int depth, bool grow)
     return 1;
 }
 
+/// lq_split_leaf as the shared level-by-level split calls it.
+static int lq_split_any(void *tree, qg_tree_cell c, bool grow)
+{
+    return lq_split_leaf(tree, c.node, c.depth, grow);
+}
+
 /// Splits leaf `node` if it is over capacity, then its children the same
 /// way (allocating as needed).
 static void lq_try_split(loose_quadtree *lq, int32_t node, int depth)
@@ -322,12 +281,8 @@ static qg_status loose_quadtree_configure(qg_config *config)
 {
     if (config->max_depth > LQ_BITS)
         config->max_depth = LQ_BITS; // integer cells would be empty below
-    if (config->max_depth == 0) {
-        int depth = LQ_DEFAULT_DEPTH;
-        if (config->element_size > 0.0f)
-            depth = lq_depth_for(lq_world_extent(config->bounds), config->element_size);
-        config->max_depth = depth;
-    }
+    if (config->max_depth == 0)
+        config->max_depth = qg_tree_chosen_depth(config, LQ_DEFAULT_DEPTH, LQ_BITS);
     if (config->leaf_capacity == 0)
         config->leaf_capacity = LQ_DEFAULT_CAPACITY;
     return QG_OK;
@@ -342,6 +297,16 @@ static void lq_reset_root(loose_quadtree *lq)
     lq->free_blocks = 0;
 }
 
+static void lq_resplit_visit(const void *tree, qg_tree_cell c, int32_t children, void *ctx)
+{
+    (void)ctx;
+    // The walk only reads; the tree it is given is not const (lq_resplit's).
+    // It read `children` before this split, so it does not go into the new
+    // leaves: lq_try_split has split them as far as they need.
+    if (children < 0)
+        lq_try_split((loose_quadtree *)tree, c.node, c.depth);
+}
+
 /// Splits every over-full leaf a re-fit left (it could use only the nodes it
 /// had). Runs at the start of the next insert or move, where allocating is
 /// allowed; a failed allocation leaves the leaf as it is.
@@ -351,100 +316,7 @@ __attribute__((noinline))
 static void lq_resplit(loose_quadtree *lq)
 {
     lq->resplit = false;
-    int32_t stack[LQ_STACK], depths[LQ_STACK];
-    int top = 0;
-    stack[top] = 0;
-    depths[top++] = 0;
-    while (top > 0) {
-        --top;
-        const int32_t node = stack[top];
-        const int depth = depths[top];
-        const lq_node n = lq->nodes[node];
-        if (!lq_is_branch(n)) {
-            lq_try_split(lq, node, depth);
-            continue;
-        }
-        for (int i = 3; i >= 0; --i) {
-            stack[top] = lq_first_child(n) + i;
-            depths[top++] = depth + 1;
-        }
-    }
-}
-
-/// A square world around [lx, hx] x [ly, hy], half as wide again as its
-/// larger side, so a population that moves a little does not leave it.
-static qg_rect lq_square_world(double lx, double ly, double hx, double hy)
-{
-    const double ex = hx - lx, ey = hy - ly;
-    const double half = 0.75 * (ex > ey ? ex : ey);
-    const double cx = lx + 0.5 * ex, cy = ly + 0.5 * ey;
-    qg_rect w = {lq_to_float(cx - half), lq_to_float(cy - half), lq_to_float(cx + half), lq_to_float(cy + half)};
-    // All elements at one point: the world still needs min < max.
-    if (!(w.min_x < w.max_x)) {
-        if (w.min_x > -FLT_MAX)
-            w.min_x = nextafterf(w.min_x, -FLT_MAX);
-        else
-            w.max_x = nextafterf(w.max_x, FLT_MAX);
-    }
-    if (!(w.min_y < w.max_y)) {
-        if (w.min_y > -FLT_MAX)
-            w.min_y = nextafterf(w.min_y, -FLT_MAX);
-        else
-            w.max_y = nextafterf(w.max_y, FLT_MAX);
-    }
-    return w;
-}
-
-/// Scans every box and decides whether the world should change: when a
-/// sixteenth of the elements lie outside it (it then grows to take them in,
-/// keeping the old world), or when the elements fill less than an eighth of
-/// it on both axes (it then shrinks to them). *size is the elements' mean
-/// width (the larger side), which picks the new max_depth.
-static bool lq_fit(const loose_quadtree *lq, qg_handle skip, qg_rect *out, double *size)
-{
-    const qg_index *ix = &lq->base;
-    const qg_rect w = lq->world;
-    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
-    int64_t outside = 0, scanned = 0;
-    double widths = 0.0;
-    for (qg_handle h = 0; h < ix->box_high; ++h) {
-        const qg_rect r = ix->boxes[h];
-        if (isnan(r.min_x) || h == skip)
-            continue; // a free slot, or the element being inserted
-        scanned++;
-        lx = r.min_x < lx ? r.min_x : lx;
-        ly = r.min_y < ly ? r.min_y : ly;
-        hx = r.max_x > hx ? r.max_x : hx;
-        hy = r.max_y > hy ? r.max_y : hy;
-        outside += lq_outside(lq, r);
-        const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
-        widths += rw > rh ? rw : rh;
-    }
-    if (scanned == 0)
-        return false;
-    *size = widths / (double)scanned;
-    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
-    const bool spill = outside * 16 > scanned;
-    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
-    if (!spill && !sparse)
-        return false;
-    if (!sparse) {
-        lx = w.min_x < lx ? w.min_x : lx;
-        ly = w.min_y < ly ? w.min_y : ly;
-        hx = w.max_x > hx ? w.max_x : hx;
-        hy = w.max_y > hy ? w.max_y : hy;
-        // Growing back inside the configured bounds (the first inserts of a
-        // build made the world shrink to them) and filling them: the bounds
-        // are the world.
-        const qg_rect b = ix->config.bounds;
-        if (lx >= b.min_x && ly >= b.min_y && hx <= b.max_x && hy <= b.max_y &&
-            !(qg_extent(lx, hx) * 8 < qg_extent(b.min_x, b.max_x) && qg_extent(ly, hy) * 8 < qg_extent(b.min_y, b.max_y))) {
-            *out = b;
-            return true;
-        }
-    }
-    *out = lq_square_world(lx, ly, hx, hy);
-    return true;
+    qg_tree_walk(lq, lq_children, lq_resplit_visit, NULL);
 }
 
 /// Rebuilds the tree over a new world without allocating: every element
@@ -454,12 +326,8 @@ static bool lq_fit(const loose_quadtree *lq, qg_handle skip, qg_rect *out, doubl
 static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size, qg_handle skip, bool grow)
 {
     qg_index *ix = &lq->base;
-    lq_set_world(lq, world);
-    const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
-    const int depth = lq_depth_for(lq_world_extent(world), es);
-    lq->max_depth = depth < lq->depth_cap ? depth : lq->depth_cap;
-    if (memcmp(&world, &ix->config.bounds, sizeof world) == 0)
-        lq->max_depth = ix->config.max_depth; // back to the configured tree
+    qg_tree_world_set(&lq->world, world, LQ_SIDE);
+    lq->max_depth = qg_tree_refit_depth(&ix->config, world, size, lq->depth_cap);
     lq_reset_root(lq);
     for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
         if (qg_slot_live(ix, h) && h != skip) {
@@ -467,29 +335,7 @@ static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size, qg_handle
             lq_grow(&lq->nodes[0], ix->boxes[h]);
         }
     }
-    bool short_of_memory = false;
-    for (int level = 0; level < lq->max_depth; ++level) {
-        int32_t stack[LQ_STACK], depths[LQ_STACK];
-        int top = 0;
-        stack[top] = 0;
-        depths[top++] = 0;
-        while (top > 0) {
-            --top;
-            const int32_t node = stack[top];
-            const int d = depths[top];
-            const lq_node n = lq->nodes[node];
-            if (!lq_is_branch(n)) {
-                if (d == level && lq_split_leaf(lq, node, d, grow) < 0)
-                    short_of_memory = true;
-            } else if (d < level) {
-                for (int i = 3; i >= 0; --i) {
-                    stack[top] = lq_first_child(n) + i;
-                    depths[top++] = d + 1;
-                }
-            }
-        }
-    }
-    lq->resplit = short_of_memory;
+    lq->resplit = qg_tree_split_levels(lq, lq->max_depth, lq_children, lq_split_any, grow) < 0;
 }
 
 /// The re-fit check: O(1) unless a sixteenth of the moves since the last
@@ -500,14 +346,9 @@ static void lq_rebuild(loose_quadtree *lq, qg_rect world, double size, qg_handle
 /// by inserts alone is fitted and fully split before its first pairs.
 static bool lq_refit(loose_quadtree *lq, qg_handle skip, bool grow)
 {
-    const int64_t n = lq->base.count;
-    if (n == 0 || !(lq->outside_moves * 16 > n || n >= 2 * (int64_t)lq->scan_count || 2 * n <= lq->scan_count))
-        return false;
-    lq->outside_moves = 0;
-    lq->scan_count = (int32_t)n;
     qg_rect world;
     double size;
-    if (!lq_fit(lq, skip, &world, &size))
+    if (!qg_tree_scan_due(&lq->world, lq->base.count) || !qg_tree_fit(&lq->world, &lq->base, skip, true, &world, &size))
         return false;
     lq_rebuild(lq, world, size, skip, grow);
     return true;
@@ -517,12 +358,10 @@ static qg_status loose_quadtree_init(qg_index *index)
 {
     loose_quadtree *lq = (loose_quadtree *)index;
     const qg_config *config = &index->config;
-    lq_set_world(lq, config->bounds);
+    qg_tree_world_set(&lq->world, config->bounds, LQ_SIDE);
     lq->max_depth = config->max_depth;
     // A max_depth the user chose stays a bound; a chosen one is re-chosen.
-    const int chosen = config->element_size > 0.0f
-                           ? lq_depth_for(lq_world_extent(config->bounds), config->element_size)
-                           : LQ_DEFAULT_DEPTH;
+    const int chosen = qg_tree_chosen_depth(config, LQ_DEFAULT_DEPTH, LQ_BITS);
     lq->depth_cap = config->max_depth == chosen ? LQ_BITS : config->max_depth;
     lq->leaf_capacity = index->config.leaf_capacity;
     qg_txn txn;
@@ -549,9 +388,9 @@ static qg_status loose_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
         return QG_ERR_NOMEM;
     if (lq->resplit)
         lq_resplit(lq);
-    if (index->count >= 2 * (int64_t)lq->scan_count)
+    if (qg_tree_grown(&lq->world, index->count))
         lq_refit(lq, h, true);
-    lq->outside_moves += lq_outside(lq, box);
+    qg_tree_note(&lq->world, box);
     lq_place(lq, h, box);
     return QG_OK;
 }
@@ -567,7 +406,7 @@ static qg_status loose_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, 
     loose_quadtree *lq = (loose_quadtree *)index;
     if (lq->resplit)
         lq_resplit(lq);
-    lq->outside_moves += lq_outside(lq, box);
+    qg_tree_note(&lq->world, box);
     const lq_point p = lq_centre(lq, box);
     if (lq_same_cell(lq_centre(lq, index->boxes[h]), p, lq->depths[h])) {
         // Same leaf. Its box holds the new one: so do all its ancestors'.
@@ -638,11 +477,9 @@ static void loose_quadtree_clear(qg_index *index)
     loose_quadtree *lq = (loose_quadtree *)index;
     lq_reset_root(lq);
     // Back to the configured world: the next elements may be anywhere.
-    lq_set_world(lq, index->config.bounds);
+    qg_tree_world_reset(&lq->world, index->config.bounds, LQ_SIDE);
     lq->max_depth = index->config.max_depth;
     lq->resplit = false;
-    lq->scan_count = 0;
-    lq->outside_moves = 0;
 }
 
 static void loose_quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
@@ -801,92 +638,41 @@ static void loose_quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *us
     }
 }
 
-/// Calls visit for every node (branches too), depth first.
-typedef struct lq_cell {
-    int32_t node, x, y, depth;
-} lq_cell;
-
-static void lq_walk(const loose_quadtree *lq, void (*visit)(const loose_quadtree *, lq_cell, void *), void *ctx)
-{
-    lq_cell stack[LQ_STACK];
-    int top = 0;
-    stack[top++] = (lq_cell){0, 0, 0, 0};
-    while (top > 0) {
-        const lq_cell c = stack[--top];
-        visit(lq, c, ctx);
-        const lq_node n = lq->nodes[c.node];
-        if (lq_is_branch(n) && c.depth < LQ_BITS) {
-            const int32_t half = (LQ_SIDE >> c.depth) >> 1;
-            for (int i = 3; i >= 0; --i)
-                stack[top++] = (lq_cell){lq_first_child(n) + i, c.x + (i & 1) * half, c.y + (i >> 1) * half,
-                                         c.depth + 1};
-        }
-    }
-}
-
-static void lq_stats_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
-{
-    qg_stats *s = ctx;
-    s->nodes++;
-    s->leaves += !lq_is_branch(lq->nodes[c.node]);
-    if (c.depth > s->max_depth_reached)
-        s->max_depth_reached = c.depth;
-}
-
 static void loose_quadtree_stats(const qg_index *index, qg_stats *stats)
 {
-    lq_walk((const loose_quadtree *)index, lq_stats_visit, stats);
+    qg_tree_stats(index, lq_children, stats);
 }
 
-typedef struct lq_visit_ctx {
-    qg_visit_fn *fn;
-    void *user;
-} lq_visit_ctx;
-
-static void lq_user_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
+static void lq_user_visit(const void *tree, qg_tree_cell c, int32_t children, void *ctx)
 {
     // The loose box is what a query tests, so that is what is drawn; an
     // empty leaf has none and shows its cell instead.
-    const lq_visit_ctx *v = ctx;
+    const loose_quadtree *lq = tree;
+    const qg_tree_visit_ctx *v = ctx;
     const lq_node n = lq->nodes[c.node];
     qg_rect r = lq_rect(&n);
-    if (!(r.min_x <= r.max_x)) {
-        const qg_rect b = lq->world;
-        // In double: the world's extent may pass FLT_MAX.
-        const double s = (double)(LQ_SIDE >> c.depth);
-        const double ux = qg_extent(b.min_x, b.max_x) / LQ_SIDE, uy = qg_extent(b.min_y, b.max_y) / LQ_SIDE;
-        r = (qg_rect){lq_to_float(b.min_x + c.x * ux), lq_to_float(b.min_y + c.y * uy),
-                      lq_to_float(b.min_x + (c.x + s) * ux), lq_to_float(b.min_y + (c.y + s) * uy)};
-    }
-    v->fn(r, c.depth, lq_is_branch(n) ? 0 : lq_leaf_count(lq, c.node), v->user);
+    if (!(r.min_x <= r.max_x))
+        r = qg_tree_cell_rect(&lq->world, c.x, c.y, LQ_SIDE >> c.depth, LQ_SIDE);
+    v->fn(r, c.depth, children >= 0 ? 0 : lq_leaf_count(lq, c.node), v->user);
 }
 
 static void loose_quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 {
-    lq_visit_ctx v = {fn, user};
-    lq_walk((const loose_quadtree *)index, lq_user_visit, &v);
+    qg_tree_visit_ctx v = {fn, user};
+    qg_tree_walk(index, lq_children, lq_user_visit, &v);
 }
 
-typedef struct lq_check {
-    bool ok;
-    int64_t branches, elements;
-} lq_check;
-
-static void lq_check_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
+/// Checks one node: a branch's children's boxes lie in its box; a leaf's
+/// elements are live, linked to it, inside its box, and have their centres
+/// in its cell.
+static void lq_check_visit(const void *tree, qg_tree_cell c, int32_t fc, void *ctx)
 {
-    lq_check *k = ctx;
-    const lq_node n = lq->nodes[c.node];
-    if (c.node >= lq->node_high || c.depth > lq->max_depth) {
-        k->ok = false;
+    const loose_quadtree *lq = tree;
+    qg_tree_check *k = ctx;
+    if (!qg_tree_check_node(k, c, fc, lq->node_high, lq->max_depth))
         return;
-    }
-    if (lq_is_branch(n)) {
-        k->branches++;
-        const int32_t fc = lq_first_child(n);
-        if (fc < 1 || fc + 4 > lq->node_high || (fc - 1) % 4 != 0 || c.depth >= lq->max_depth) {
-            k->ok = false;
-            return;
-        }
+    const lq_node n = lq->nodes[c.node];
+    if (fc >= 0) {
         // A child's box lies in its parent's (or is empty).
         for (int i = 0; i < 4; ++i) {
             const qg_rect r = lq_rect(&lq->nodes[fc + i]);
@@ -914,19 +700,14 @@ static void lq_check_visit(const loose_quadtree *lq, lq_cell c, void *ctx)
 static qg_status loose_quadtree_validate(const qg_index *index, size_t *bytes)
 {
     const loose_quadtree *lq = (const loose_quadtree *)index;
-    if (lq->node_high < 1 || lq->node_high > lq->node_capacity || (lq->node_high - 1) % 4 != 0 ||
-        lq->elem_capacity < index->box_high || lq->depth_capacity < index->box_high)
+    if (!qg_tree_high_ok(lq->node_high, lq->node_capacity) || lq->elem_capacity < index->box_high ||
+        lq->depth_capacity < index->box_high)
         return QG_ERR_INVALID;
-    lq_check k = {true, 0, 0};
-    lq_walk(lq, lq_check_visit, &k);
-    if (!k.ok || k.elements != index->count)
-        return QG_ERR_INVALID;
-    int32_t free_blocks = 0;
-    for (int32_t b = lq->free_block; b >= 0; b = lq->nodes[b].children) {
-        if (b < 1 || b + 4 > lq->node_high || (b - 1) % 4 != 0 || ++free_blocks > lq->free_blocks)
-            return QG_ERR_INVALID;
-    }
-    if (free_blocks != lq->free_blocks || 1 + 4 * k.branches + 4 * (int64_t)free_blocks != lq->node_high)
+    qg_tree_check k = {true, 0, 0};
+    qg_tree_walk(lq, lq_children, lq_check_visit, &k);
+    if (!k.ok || k.elements != index->count ||
+        !qg_tree_blocks_ok(lq->nodes, sizeof(lq_node), offsetof(lq_node, children), lq->free_block, lq->free_blocks,
+                           lq->node_high, k.branches))
         return QG_ERR_INVALID;
     *bytes += (size_t)lq->node_capacity * sizeof(lq_node) + (size_t)lq->elem_capacity * sizeof(lq_elem) +
               (size_t)lq->depth_capacity * sizeof(uint8_t);

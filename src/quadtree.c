@@ -36,25 +36,18 @@
 //   may allocate. With element_size given, max_depth follows the new world.
 //   A world is square in world units (cells as wide as tall): its mapping to
 //   integers is computed in double, so any finite bounds work.
-#include "index_internal.h"
 #include "pool.h"
+#include "tree_common.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-/// Integer coordinates span [0, QT_SIDE) on each axis: depth 15 is the
-/// deepest level whose cells are still at least one integer unit wide.
-#define QT_BITS 15
-#define QT_SIDE (1 << QT_BITS)
+#define QT_BITS QG_TREE_BITS
+#define QT_SIDE QG_TREE_SIDE
 #define QT_DEFAULT_DEPTH 8
 #define QT_DEFAULT_LEAF_CAPACITY 8
 /// A leaf's elements are gathered into arrays of this size on the C stack
 /// for the pair loop; larger leaves (only possible at max depth) are walked
 /// in place.
 #define QT_GATHER 64
-/// Depth-first traversal pops one node and pushes at most 4.
-#define QT_STACK (3 * QT_BITS + 8)
+#define QT_STACK QG_TREE_STACK
 
 typedef struct qt_node {
     int32_t first_child; ///< branch: first of 4 children; leaf: first element node
@@ -62,13 +55,8 @@ typedef struct qt_node {
 } qt_node;
 _Static_assert(sizeof(qt_node) == 8, "a quadtree node is 8 bytes");
 
-typedef struct qt_ibox {
-    int32_t x0, y0, x1, y1; ///< inclusive integer cell range
-} qt_ibox;
-
-typedef struct qt_cell {
-    int32_t node, x, y, depth; ///< x, y: integer min corner
-} qt_cell;
+typedef qg_tree_ibox qt_ibox;
+typedef qg_tree_cell qt_cell;
 
 typedef struct quadtree {
     qg_index base;
@@ -80,88 +68,22 @@ typedef struct quadtree {
     qg_enode_pool enodes;
     uint8_t *depths; ///< per element: depth of the deepest leaf it is in, or more
     int32_t depth_capacity;
-    qg_rect world;          ///< the box mapped onto the integer coordinates
-    float scale_x, scale_y; ///< integer units per world unit
+    qg_tree_world world;
     int32_t max_depth, leaf_capacity;
     int32_t depth_cap; ///< a re-fit's max_depth: the configured one if the user chose it, else QT_BITS
     bool resplit;    ///< a re-fit left over-full leaves: the next insert or move splits them
-    int32_t scan_count;     ///< live elements at the last scan of the boxes
-    int64_t outside_moves;  ///< inserts and moves outside the world since that scan
 } quadtree;
 
-/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
-static inline float qt_to_float(double v)
-{
-    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
-}
-
-/// Deepest level whose cells are still at least element_size wide in a world
-/// `extent` wide: "a max depth set so that the smallest cell size is a little
-/// over the size of your average agent". In double: extents pass FLT_MAX.
-static int qt_depth_for(double extent, double element_size)
-{
-    int depth = 0;
-    while (depth < QT_BITS && extent / (double)(2 << depth) >= element_size)
-        depth++;
-    return depth < 1 ? 1 : depth;
-}
-
-static inline double qt_world_extent(qg_rect w)
-{
-    const double x = qg_extent(w.min_x, w.max_x), y = qg_extent(w.min_y, w.max_y);
-    return x > y ? x : y;
-}
-
-/// Maps `world` onto the integer coordinates. The scale saturates at
-/// FLT_MAX for worlds under 1e-34 wide (coarser cells, same answers).
-static void qt_set_world(quadtree *qt, qg_rect world)
-{
-    qt->world = world;
-    qt->scale_x = qt_to_float(QT_SIDE / qg_extent(world.min_x, world.max_x));
-    qt->scale_y = qt_to_float(QT_SIDE / qg_extent(world.min_y, world.max_y));
-}
-
-/// True when r is not wholly inside the world: what re-fitting counts.
-static inline bool qt_outside(const quadtree *qt, qg_rect r)
-{
-    const qg_rect w = qt->world;
-    return (r.min_x < w.min_x) | (r.min_y < w.min_y) | (r.max_x > w.max_x) | (r.max_y > w.max_y);
-}
-
-/// Maps a coordinate to its integer cell, clamped into [0, QT_SIDE - 1].
-/// Monotonic in v (float subtraction and scaling round monotonically), which
-/// is what makes the mapping conservative: a point inside a box maps inside
-/// the box's integer range. Infinite v clamps; NaN never reaches here.
-static inline int32_t qt_map(float v, float origin, float scale)
-{
-    float f = (v - origin) * scale;
-    if (!(f > 0.0f))
-        return 0;
-    if (f >= (float)(QT_SIDE - 1))
-        return QT_SIDE - 1;
-    return (int32_t)f;
-}
-
-/// qt_map on the four coordinates of a box. With SSE the four are mapped at
-/// once, without branches: this runs twice for every move.
 static inline qt_ibox qt_map_box(const quadtree *qt, qg_rect r)
 {
-    const qg_rect b = qt->world;
-#if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
-                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
-                          _mm_setr_ps(qt->scale_x, qt->scale_y, qt->scale_x, qt->scale_y));
-    // max(f, 0) then min(f, side - 1): the same clamps as qt_map (maxps
-    // returns its second operand for NaN, which never arrives anyway).
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(QT_SIDE - 1)));
-    int32_t out[4];
-    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
-    return (qt_ibox){out[0], out[1], out[2], out[3]};
-#else
-    qt_ibox ib = {qt_map(r.min_x, b.min_x, qt->scale_x), qt_map(r.min_y, b.min_y, qt->scale_y),
-                  qt_map(r.max_x, b.min_x, qt->scale_x), qt_map(r.max_y, b.min_y, qt->scale_y)};
-    return ib;
-#endif
+    return qg_tree_map_box(&qt->world, r, QT_SIDE);
+}
+
+/// The shared walks' view of a node: its first child, -1 for a leaf.
+static int32_t qt_children(const void *tree, int32_t node)
+{
+    const qt_node n = ((const quadtree *)tree)->nodes[node];
+    return n.count == -1 ? n.first_child : -1;
 }
 
 static inline bool qt_ibox_overlaps(qt_ibox a, qt_ibox b)
@@ -180,6 +102,16 @@ static inline bool qt_cell_holds(qt_cell c, int32_t px, int32_t py)
 {
     const uint32_t s = (uint32_t)QT_SIDE >> c.depth;
     return (uint32_t)(px - c.x) < s && (uint32_t)(py - c.y) < s;
+}
+
+/// True when the world point (px, py) maps into cell c: the one leaf that
+/// reports a query answer or a pair, the one holding their overlap's
+/// top-left corner.
+static inline bool qt_corner_here(const quadtree *qt, qt_cell c, float px, float py)
+{
+    const qg_tree_world *w = &qt->world;
+    return qt_cell_holds(c, qg_tree_map(px, w->box.min_x, w->scale_x, QT_SIDE),
+                         qg_tree_map(py, w->box.min_y, w->scale_y, QT_SIDE));
 }
 
 /// Depth-first iteration over the leaves whose cells overlap an integer box.
@@ -232,38 +164,9 @@ static inline bool qt_same_cells(qt_ibox a, qt_ibox b, int depth)
            ((a.y0 >> shift) == (b.y0 >> shift)) & ((a.y1 >> shift) == (b.y1 >> shift));
 }
 
-/// Bits 0-3: which children of the cell `c` the box b overlaps (TL, TR, BL, BR).
-static inline unsigned qt_child_mask(qt_cell c, qt_ibox b)
-{
-    const int32_t half = (QT_SIDE >> c.depth) >> 1;
-    const int32_t mx = c.x + half, my = c.y + half;
-    const unsigned left = b.x0 < mx, right = b.x1 >= mx, top = b.y0 < my, bottom = b.y1 >= my;
-    return (left & top) | (right & top) << 1 | (left & bottom) << 2 | (right & bottom) << 3;
-}
-
-static inline qt_cell qt_child_cell(qt_cell c, int32_t first_child, int i)
-{
-    const int32_t half = (QT_SIDE >> c.depth) >> 1;
-    return (qt_cell){first_child + i, c.x + (i & 1) * half, c.y + (i >> 1) * half, c.depth + 1};
-}
-
 static inline int qt_popcount4(unsigned m)
 {
     return (int)((m & 1) + (m >> 1 & 1) + (m >> 2 & 1) + (m >> 3 & 1));
-}
-
-static inline int qt_bit_length(uint32_t v)
-{
-#if defined(__GNUC__)
-    return v ? 32 - __builtin_clz(v) : 0;
-#else
-    int n = 0;
-    while (v) {
-        v >>= 1;
-        n++;
-    }
-    return n;
-#endif
 }
 
 /// The deepest node under `c` whose cell contains all of b (b inside c). The
@@ -271,14 +174,14 @@ static inline int qt_bit_length(uint32_t v)
 /// corners differ, so the walk down only follows coordinate bits.
 static qt_cell qt_descend(const quadtree *qt, qt_cell c, qt_ibox b)
 {
-    const int stop = QT_BITS - qt_bit_length((uint32_t)((b.x0 ^ b.x1) | (b.y0 ^ b.y1)));
+    const int stop = QT_BITS - qg_tree_spread(b);
     while (c.depth < stop) {
         const qt_node n = qt->nodes[c.node];
         if (n.count != -1)
             break;
         const int shift = QT_BITS - 1 - c.depth;
         const int i = ((b.x0 >> shift) & 1) | ((b.y0 >> shift) & 1) << 1;
-        c = qt_child_cell(c, n.first_child, i);
+        c = qg_tree_child_cell(c, n.first_child, i);
     }
     return c;
 }
@@ -336,7 +239,7 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
         const qt_ibox b = qt_map_box(qt, qt->base.boxes[qt->enodes.data[e].element]);
         if (!(b.x0 <= cell.x0 && b.y0 <= cell.y0 && b.x1 >= cell.x1 && b.y1 >= cell.y1))
             partial++;
-        need += qt_popcount4(qt_child_mask(c, b));
+        need += qt_popcount4(qg_tree_child_mask(c, b));
     }
     if (partial <= qt->leaf_capacity)
         return 0;
@@ -373,7 +276,7 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
         const int32_t next = qt->enodes.data[e].next;
         const qg_handle h = qt->enodes.data[e].element;
         qg_enode_give(&qt->enodes, e);
-        const unsigned mask = qt_child_mask(c, qt_map_box(qt, qt->base.boxes[h]));
+        const unsigned mask = qg_tree_child_mask(c, qt_map_box(qt, qt->base.boxes[h]));
         for (int i = 0; i < 4; ++i) {
             if (mask >> i & 1)
                 qt_link(qt, fc + i, h);
@@ -387,6 +290,12 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
     return 1;
 }
 
+/// qt_split_leaf as the shared level-by-level split calls it.
+static int qt_split_any(void *tree, qt_cell c, bool grow)
+{
+    return qt_split_leaf(tree, c, grow);
+}
+
 /// Splits leaf c if that separates its elements, then its children the same
 /// way (allocating as needed).
 static void qt_try_split(quadtree *qt, qt_cell c)
@@ -395,7 +304,7 @@ static void qt_try_split(quadtree *qt, qt_cell c)
         return;
     const int32_t fc = qt->nodes[c.node].first_child;
     for (int i = 0; i < 4; ++i)
-        qt_try_split(qt, qt_child_cell(c, fc, i));
+        qt_try_split(qt, qg_tree_child_cell(c, fc, i));
 }
 
 /// Splits the over-full leaves under `from` that b overlaps.
@@ -424,83 +333,6 @@ static void qt_resplit(quadtree *qt)
     qt_split_leaves(qt, qt_root, (qt_ibox){0, 0, QT_SIDE - 1, QT_SIDE - 1});
 }
 
-/// A square world around [lx, hx] x [ly, hy], half as wide again as its
-/// larger side, so a population that moves a little does not leave it.
-static qg_rect qt_square_world(double lx, double ly, double hx, double hy)
-{
-    const double ex = hx - lx, ey = hy - ly;
-    const double half = 0.75 * (ex > ey ? ex : ey);
-    const double cx = lx + 0.5 * ex, cy = ly + 0.5 * ey;
-    qg_rect w = {qt_to_float(cx - half), qt_to_float(cy - half), qt_to_float(cx + half), qt_to_float(cy + half)};
-    // All elements at one point: the world still needs min < max.
-    if (!(w.min_x < w.max_x)) {
-        if (w.min_x > -FLT_MAX)
-            w.min_x = nextafterf(w.min_x, -FLT_MAX);
-        else
-            w.max_x = nextafterf(w.max_x, FLT_MAX);
-    }
-    if (!(w.min_y < w.max_y)) {
-        if (w.min_y > -FLT_MAX)
-            w.min_y = nextafterf(w.min_y, -FLT_MAX);
-        else
-            w.max_y = nextafterf(w.max_y, FLT_MAX);
-    }
-    return w;
-}
-
-/// Scans every box and decides whether the world should change: when a
-/// sixteenth of the elements lie outside it (it then grows to take them in,
-/// keeping the old world), or when the elements fill less than an eighth of
-/// it on both axes (it then shrinks to them). *size is the elements' mean
-/// width (the larger side), which picks the new max_depth: cells must not
-/// get smaller than the elements, or each would sit in many leaves.
-static bool qt_fit(const quadtree *qt, qg_handle skip, qg_rect *out, double *size)
-{
-    const qg_index *ix = &qt->base;
-    const qg_rect w = qt->world;
-    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
-    int64_t outside = 0, scanned = 0;
-    double widths = 0.0;
-    for (qg_handle h = 0; h < ix->box_high; ++h) {
-        const qg_rect r = ix->boxes[h];
-        if (isnan(r.min_x) || h == skip)
-            continue; // a free slot, or the element being inserted
-        scanned++;
-        lx = r.min_x < lx ? r.min_x : lx;
-        ly = r.min_y < ly ? r.min_y : ly;
-        hx = r.max_x > hx ? r.max_x : hx;
-        hy = r.max_y > hy ? r.max_y : hy;
-        outside += qt_outside(qt, r);
-        const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
-        widths += rw > rh ? rw : rh;
-    }
-    if (scanned == 0)
-        return false;
-    *size = widths / (double)scanned;
-    const double wx = qg_extent(w.min_x, w.max_x), wy = qg_extent(w.min_y, w.max_y);
-    const bool spill = outside * 16 > scanned;
-    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
-    if (!spill && !sparse)
-        return false;
-    if (!sparse) {
-        lx = w.min_x < lx ? w.min_x : lx;
-        ly = w.min_y < ly ? w.min_y : ly;
-        hx = w.max_x > hx ? w.max_x : hx;
-        hy = w.max_y > hy ? w.max_y : hy;
-        // Growing back inside the configured bounds (the first inserts of a
-        // build made the world shrink to them) and filling them: the bounds
-        // are the world.
-        const qg_rect b = ix->config.bounds;
-        if (lx >= b.min_x && ly >= b.min_y && hx <= b.max_x && hy <= b.max_y &&
-            !(qg_extent(lx, hx) * 8 < qg_extent(b.min_x, b.max_x) && qg_extent(ly, hy) * 8 < qg_extent(b.min_y, b.max_y))) {
-            *out = b;
-            return true;
-        }
-    }
-    *out = qt_square_world(lx, ly, hx, hy);
-    return true;
-}
-
 /// Rebuilds the tree over a new world without allocating: every element
 /// starts in the root (one element node each; the old tree held at least as
 /// many), then leaves split level by level while the nodes and element
@@ -509,13 +341,8 @@ static bool qt_fit(const quadtree *qt, qg_handle skip, qg_rect *out, double *siz
 static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip, bool grow)
 {
     qg_index *ix = &qt->base;
-    qt_set_world(qt, world);
-    // The larger of the configured and the measured element size.
-    const double es = (double)ix->config.element_size > size ? (double)ix->config.element_size : size;
-    const int depth = qt_depth_for(qt_world_extent(world), es);
-    qt->max_depth = depth < qt->depth_cap ? depth : qt->depth_cap;
-    if (memcmp(&world, &ix->config.bounds, sizeof world) == 0)
-        qt->max_depth = ix->config.max_depth; // back to the configured tree
+    qg_tree_world_set(&qt->world, world, QT_SIDE);
+    qt->max_depth = qg_tree_refit_depth(&ix->config, world, size, qt->depth_cap);
     qt->nodes[0] = (qt_node){-1, 0};
     qt->node_high = 1;
     qt->free_block = -1;
@@ -527,24 +354,7 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip,
             qt->depths[h] = 0;
         }
     }
-    bool short_of_memory = false;
-    for (int depth = 0; depth < qt->max_depth; ++depth) {
-        qt_cell stack[QT_STACK];
-        int top = 0;
-        stack[top++] = qt_root;
-        while (top > 0) {
-            const qt_cell c = stack[--top];
-            const qt_node n = qt->nodes[c.node];
-            if (n.count != -1) {
-                if (c.depth == depth && qt_split_leaf(qt, c, grow) < 0)
-                    short_of_memory = true;
-            } else if (c.depth < depth) {
-                for (int i = 3; i >= 0; --i)
-                    stack[top++] = qt_child_cell(c, n.first_child, i);
-            }
-        }
-    }
-    qt->resplit = short_of_memory;
+    qt->resplit = qg_tree_split_levels(qt, qt->max_depth, qt_children, qt_split_any, grow) < 0;
 }
 
 /// The re-fit check: O(1) unless a sixteenth of the moves since the last
@@ -557,14 +367,12 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip,
 static bool qt_refit(quadtree *qt, qg_handle skip, bool grow)
 {
     const int64_t n = qt->base.count;
-    if (n == 0 || !(qt->outside_moves * 16 > n || n >= 2 * (int64_t)qt->scan_count || 2 * n <= qt->scan_count))
+    if (!qg_tree_scan_due(&qt->world, n))
         return false;
-    qt->outside_moves = 0;
-    qt->scan_count = (int32_t)n;
     qg_rect world;
     double size;
     // The rebuild needs an element node per element in the root.
-    if (!qt_fit(qt, skip, &world, &size) || qt->enodes.capacity < n)
+    if (!qg_tree_fit(&qt->world, &qt->base, skip, true, &world, &size) || qt->enodes.capacity < n)
         return false;
     qt_rebuild(qt, world, size, skip, grow);
     return true;
@@ -574,12 +382,8 @@ static qg_status quadtree_configure(qg_config *config)
 {
     if (config->max_depth > QT_BITS)
         return QG_ERR_INVALID;
-    if (config->max_depth == 0) {
-        int depth = QT_DEFAULT_DEPTH;
-        if (config->element_size > 0.0f)
-            depth = qt_depth_for(qt_world_extent(config->bounds), config->element_size);
-        config->max_depth = depth;
-    }
+    if (config->max_depth == 0)
+        config->max_depth = qg_tree_chosen_depth(config, QT_DEFAULT_DEPTH, QT_BITS);
     if (config->leaf_capacity == 0)
         config->leaf_capacity = QT_DEFAULT_LEAF_CAPACITY;
     return QG_OK;
@@ -589,12 +393,10 @@ static qg_status quadtree_init(qg_index *index)
 {
     quadtree *qt = (quadtree *)index;
     const qg_config *config = &index->config;
-    qt_set_world(qt, config->bounds);
+    qg_tree_world_set(&qt->world, config->bounds, QT_SIDE);
     qt->max_depth = config->max_depth;
     // A max_depth the user chose stays a bound; a chosen one is re-chosen.
-    const int chosen = config->element_size > 0.0f
-                           ? qt_depth_for(qt_world_extent(config->bounds), config->element_size)
-                           : QT_DEFAULT_DEPTH;
+    const int chosen = qg_tree_chosen_depth(config, QT_DEFAULT_DEPTH, QT_BITS);
     qt->depth_cap = config->max_depth == chosen ? QT_BITS : config->max_depth;
     qt->leaf_capacity = index->config.leaf_capacity;
     qt->free_block = -1;
@@ -621,7 +423,7 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     quadtree *qt = (quadtree *)index;
     if (qt->resplit)
         qt_resplit(qt);
-    if (index->count >= 2 * (int64_t)qt->scan_count)
+    if (qg_tree_grown(&qt->world, index->count))
         qt_refit(qt, h, true);
     const qt_ibox b = qt_map_box(qt, box);
     const qt_cell from = qt_descend(qt, qt_root, b);
@@ -644,7 +446,7 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
         deepest = c.depth > deepest ? c.depth : deepest;
     }
     qt->depths[h] = (uint8_t)deepest;
-    qt->outside_moves += qt_outside(qt, box);
+    qg_tree_note(&qt->world, box);
     if (overfull)
         qt_split_leaves(qt, from, b);
     return QG_OK;
@@ -719,7 +521,7 @@ static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rec
     quadtree *qt = (quadtree *)index;
     if (qt->resplit)
         qt_resplit(qt);
-    qt->outside_moves += qt_outside(qt, box);
+    qg_tree_note(&qt->world, box);
     const qt_ibox nb = qt_map_box(qt, box);
     const qt_ibox ob = qt_map_box(qt, index->boxes[h]);
     if (qt_same_cells(ob, nb, qt->depths[h])) {
@@ -770,18 +572,15 @@ static void quadtree_clear(qg_index *index)
     qt->free_blocks = 0;
     qg_enode_pool_reset(&qt->enodes);
     // Back to the configured world: the next elements may be anywhere.
-    qt_set_world(qt, index->config.bounds);
+    qg_tree_world_reset(&qt->world, index->config.bounds, QT_SIDE);
     qt->max_depth = index->config.max_depth;
     qt->resplit = false;
-    qt->scan_count = 0;
-    qt->outside_moves = 0;
 }
 
 static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
                            qg_query_stats *stats)
 {
     const quadtree *qt = (const quadtree *)index;
-    const qg_rect bounds = qt->world;
     const qt_ibox qb = qt_map_box(qt, area);
     qt_iter it;
     qt_cell c;
@@ -797,8 +596,7 @@ static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn,
             // Report in the one leaf holding the top-left corner of the overlap.
             const float px = r.min_x > area.min_x ? r.min_x : area.min_x;
             const float py = r.min_y > area.min_y ? r.min_y : area.min_y;
-            if (qt_cell_holds(c, qt_map(px, bounds.min_x, qt->scale_x), qt_map(py, bounds.min_y, qt->scale_y)) &&
-                !fn(h, user))
+            if (qt_corner_here(qt, c, px, py) && !fn(h, user))
                 return;
         }
     }
@@ -808,10 +606,9 @@ static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn,
 /// holding the top-left corner of their overlap.
 static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rect b)
 {
-    const qg_rect bounds = qt->world;
     const float px = a.min_x > b.min_x ? a.min_x : b.min_x;
     const float py = a.min_y > b.min_y ? a.min_y : b.min_y;
-    return qt_cell_holds(c, qt_map(px, bounds.min_x, qt->scale_x), qt_map(py, bounds.min_y, qt->scale_y));
+    return qt_corner_here(qt, c, px, py);
 }
 
 #if defined(__GNUC__)
@@ -931,81 +728,36 @@ static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg
     }
 }
 
-/// Calls visit for every node (branches too), depth first.
-static void qt_walk(const quadtree *qt, void (*visit)(const quadtree *, qt_cell, void *), void *ctx)
-{
-    qt_cell stack[QT_STACK];
-    int top = 0;
-    stack[top++] = (qt_cell){0, 0, 0, 0};
-    while (top > 0) {
-        const qt_cell c = stack[--top];
-        visit(qt, c, ctx);
-        const qt_node n = qt->nodes[c.node];
-        if (n.count == -1) {
-            for (int i = 3; i >= 0; --i)
-                stack[top++] = qt_child_cell(c, n.first_child, i);
-        }
-    }
-}
-
-static void qt_stats_visit(const quadtree *qt, qt_cell c, void *ctx)
-{
-    qg_stats *s = ctx;
-    s->nodes++;
-    s->leaves += qt->nodes[c.node].count != -1;
-    if (c.depth > s->max_depth_reached)
-        s->max_depth_reached = c.depth;
-}
-
 static void quadtree_stats(const qg_index *index, qg_stats *stats)
 {
-    qt_walk((const quadtree *)index, qt_stats_visit, stats);
+    qg_tree_stats(index, qt_children, stats);
 }
 
-typedef struct qt_visit_ctx {
-    qg_visit_fn *fn;
-    void *user;
-} qt_visit_ctx;
-
-static void qt_user_visit(const quadtree *qt, qt_cell c, void *ctx)
+static void qt_user_visit(const void *tree, qt_cell c, int32_t children, void *ctx)
 {
-    const qt_visit_ctx *v = ctx;
-    const qg_rect b = qt->world;
-    // In double: the world's extent may pass FLT_MAX.
-    const double s = (double)(QT_SIDE >> c.depth);
-    const double ux = qg_extent(b.min_x, b.max_x) / QT_SIDE, uy = qg_extent(b.min_y, b.max_y) / QT_SIDE;
-    const qg_rect r = {qt_to_float(b.min_x + c.x * ux), qt_to_float(b.min_y + c.y * uy),
-                       qt_to_float(b.min_x + (c.x + s) * ux), qt_to_float(b.min_y + (c.y + s) * uy)};
+    (void)children;
+    const quadtree *qt = tree;
+    const qg_tree_visit_ctx *v = ctx;
+    const qg_rect r = qg_tree_cell_rect(&qt->world, c.x, c.y, QT_SIDE >> c.depth, QT_SIDE);
     const int32_t count = qt->nodes[c.node].count;
     v->fn(r, c.depth, count < 0 ? 0 : count, v->user);
 }
 
 static void quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 {
-    qt_visit_ctx v = {fn, user};
-    qt_walk((const quadtree *)index, qt_user_visit, &v);
+    qg_tree_visit_ctx v = {fn, user};
+    qg_tree_walk(index, qt_children, qt_user_visit, &v);
 }
 
-typedef struct qt_check {
-    bool ok;
-    int64_t branches, enodes_in_leaves;
-} qt_check;
-
-static void qt_check_visit(const quadtree *qt, qt_cell c, void *ctx)
+/// Checks one leaf: its list's length and that every element in it is live,
+/// overlaps it, and is there once. (k->elements counts element nodes.)
+static void qt_check_visit(const void *tree, qt_cell c, int32_t children, void *ctx)
 {
-    qt_check *k = ctx;
+    const quadtree *qt = tree;
+    qg_tree_check *k = ctx;
+    if (!qg_tree_check_node(k, c, children, qt->node_high, qt->max_depth) || children >= 0)
+        return;
     const qt_node n = qt->nodes[c.node];
-    if (c.depth > qt->max_depth || c.node >= qt->node_high) {
-        k->ok = false;
-        return;
-    }
-    if (n.count == -1) {
-        k->branches++;
-        if (n.first_child < 1 || n.first_child + 4 > qt->node_high || (n.first_child - 1) % 4 != 0 ||
-            c.depth >= qt->max_depth)
-            k->ok = false;
-        return;
-    }
     int32_t len = 0;
     qg_handle seen[QT_GATHER];
     const qt_ibox cell = qt_cell_box(c);
@@ -1030,27 +782,20 @@ static void qt_check_visit(const quadtree *qt, qt_cell c, void *ctx)
     }
     if (len != n.count)
         k->ok = false;
-    k->enodes_in_leaves += len;
+    k->elements += len;
 }
 
 static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
 {
     const quadtree *qt = (const quadtree *)index;
-    if (qt->node_high < 1 || qt->node_high > qt->node_capacity || (qt->node_high - 1) % 4 != 0)
+    if (!qg_tree_high_ok(qt->node_high, qt->node_capacity))
         return QG_ERR_INVALID;
-    qt_check k = {true, 0, 0};
-    qt_walk(qt, qt_check_visit, &k);
-    if (!k.ok)
+    qg_tree_check k = {true, 0, 0};
+    qg_tree_walk(qt, qt_children, qt_check_visit, &k);
+    if (!k.ok || !qg_tree_blocks_ok(qt->nodes, sizeof(qt_node), offsetof(qt_node, first_child), qt->free_block,
+                                    qt->free_blocks, qt->node_high, k.branches))
         return QG_ERR_INVALID;
-    // Every node is either reachable or in a free block, never both.
-    int32_t free_blocks = 0;
-    for (int32_t b = qt->free_block; b >= 0; b = qt->nodes[b].first_child) {
-        if (b < 1 || b + 4 > qt->node_high || (b - 1) % 4 != 0 || ++free_blocks > qt->free_blocks)
-            return QG_ERR_INVALID;
-    }
-    if (free_blocks != qt->free_blocks || 1 + 4 * k.branches + 4 * (int64_t)free_blocks != qt->node_high)
-        return QG_ERR_INVALID;
-    if (k.enodes_in_leaves != qt->enodes.live || qg_enode_free_count(&qt->enodes) != qt->enodes.high - qt->enodes.live)
+    if (k.elements != qt->enodes.live || qg_enode_free_count(&qt->enodes) != qt->enodes.high - qt->enodes.live)
         return QG_ERR_INVALID;
     // Every live element is in exactly the leaves its box overlaps (the sum
     // matches the element nodes found above), none deeper than its depth.

@@ -1,0 +1,130 @@
+// The cold half of tree_common.h: what the tree kinds run once per re-fit,
+// qg_get_stats, qg_visit or qg_validate (the re-fit scan, the depth-first
+// walk, level-by-level splitting, the free-block check). Out of line and
+// behind function pointers: none of it is on an insert, move, query or
+// pair path.
+#include "tree_common.h"
+
+bool qg_tree_fit(const qg_tree_world *w, const qg_index *ix, qg_handle skip, bool to_bounds, qg_rect *out,
+                 double *size)
+{
+    const qg_rect wb = w->box;
+    float lx = FLT_MAX, ly = FLT_MAX, hx = -FLT_MAX, hy = -FLT_MAX;
+    int64_t outside = 0, scanned = 0;
+    double widths = 0.0;
+    for (qg_handle h = 0; h < ix->box_high; ++h) {
+        const qg_rect r = ix->boxes[h];
+        if (isnan(r.min_x) || h == skip)
+            continue; // a free slot, or the element being inserted
+        scanned++;
+        lx = r.min_x < lx ? r.min_x : lx;
+        ly = r.min_y < ly ? r.min_y : ly;
+        hx = r.max_x > hx ? r.max_x : hx;
+        hy = r.max_y > hy ? r.max_y : hy;
+        outside += qg_tree_outside(w, r);
+        const double rw = qg_extent(r.min_x, r.max_x), rh = qg_extent(r.min_y, r.max_y);
+        widths += rw > rh ? rw : rh;
+    }
+    if (scanned == 0)
+        return false;
+    if (size)
+        *size = widths / (double)scanned;
+    const double wx = qg_extent(wb.min_x, wb.max_x), wy = qg_extent(wb.min_y, wb.max_y);
+    const bool spill = outside * 16 > scanned;
+    const bool sparse = qg_extent(lx, hx) * 8 < wx && qg_extent(ly, hy) * 8 < wy;
+    if (!spill && !sparse)
+        return false;
+    if (!sparse) {
+        lx = wb.min_x < lx ? wb.min_x : lx;
+        ly = wb.min_y < ly ? wb.min_y : ly;
+        hx = wb.max_x > hx ? wb.max_x : hx;
+        hy = wb.max_y > hy ? wb.max_y : hy;
+        const qg_rect b = ix->config.bounds;
+        if (to_bounds && lx >= b.min_x && ly >= b.min_y && hx <= b.max_x && hy <= b.max_y &&
+            !(qg_extent(lx, hx) * 8 < qg_extent(b.min_x, b.max_x) &&
+              qg_extent(ly, hy) * 8 < qg_extent(b.min_y, b.max_y))) {
+            *out = b;
+            return true;
+        }
+    }
+    *out = qg_tree_square_world(lx, ly, hx, hy);
+    return true;
+}
+
+int qg_tree_refit_depth(const qg_config *config, qg_rect world, double size, int cap)
+{
+    if (memcmp(&world, &config->bounds, sizeof world) == 0)
+        return config->max_depth; // back to the configured tree
+    const double es = (double)config->element_size > size ? (double)config->element_size : size;
+    const int depth = qg_tree_depth_for(qg_tree_extent(world), es, QG_TREE_BITS);
+    return depth < cap ? depth : cap;
+}
+
+void qg_tree_walk(const void *tree, qg_tree_children_fn *children, qg_tree_visit_node_fn *visit, void *ctx)
+{
+    qg_tree_cell stack[QG_TREE_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_cell){0, 0, 0, 0};
+    while (top > 0) {
+        const qg_tree_cell c = stack[--top];
+        const int32_t fc = children(tree, c.node);
+        visit(tree, c, fc, ctx);
+        // The depth bound keeps a broken tree from overrunning the stack;
+        // validation reports the branch that is too deep.
+        if (fc >= 0 && c.depth < QG_TREE_BITS) {
+            for (int i = 3; i >= 0; --i)
+                stack[top++] = qg_tree_child_cell(c, fc, i);
+        }
+    }
+}
+
+static void tree_stats_visit(const void *tree, qg_tree_cell c, int32_t children, void *ctx)
+{
+    (void)tree;
+    qg_stats *s = ctx;
+    s->nodes++;
+    s->leaves += children < 0;
+    if (c.depth > s->max_depth_reached)
+        s->max_depth_reached = c.depth;
+}
+
+void qg_tree_stats(const void *tree, qg_tree_children_fn *children, qg_stats *stats)
+{
+    qg_tree_walk(tree, children, tree_stats_visit, stats);
+}
+
+int qg_tree_split_levels(void *tree, int max_depth, qg_tree_children_fn *children,
+                         int (*split)(void *tree, qg_tree_cell c, bool grow), bool grow)
+{
+    int result = 0;
+    for (int level = 0; level < max_depth; ++level) {
+        qg_tree_cell stack[QG_TREE_STACK];
+        int top = 0;
+        stack[top++] = (qg_tree_cell){0, 0, 0, 0};
+        while (top > 0) {
+            const qg_tree_cell c = stack[--top];
+            const int32_t fc = children(tree, c.node);
+            if (fc < 0) {
+                if (c.depth == level && split(tree, c, grow) < 0)
+                    result = -1;
+            } else if (c.depth < level) {
+                for (int i = 3; i >= 0; --i)
+                    stack[top++] = qg_tree_child_cell(c, fc, i);
+            }
+        }
+    }
+    return result;
+}
+
+bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int32_t free_block,
+                       int32_t free_blocks, int32_t node_high, int64_t branches)
+{
+    int32_t found = 0;
+    for (int32_t b = free_block; b >= 0;) {
+        if (!qg_tree_block_ok(b, node_high) || ++found > free_blocks)
+            return false;
+        memcpy(&b, (const char *)nodes + (size_t)b * stride + link_offset, sizeof b);
+    }
+    // Every node is either reachable or in a free block, never both.
+    return found == free_blocks && 1 + 4 * branches + 4 * (int64_t)found == node_high;
+}

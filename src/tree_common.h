@@ -1,0 +1,335 @@
+// What the four tree kinds (quadtree, loose_quadtree, level_quadtree,
+// bucket_quadtree) share, written once: the world a tree maps onto integer
+// coordinates and when to re-fit it, the conservative float-to-integer
+// mapping, the square world a re-fit picks, and the explicit-stack
+// depth-first walk with the stats and validation built on it.
+//
+// The hot helpers (mapping, the outside count, cell arithmetic) are static
+// inline here so every kind's insert, move and query keep them inlined with
+// their own constants; what runs once per re-fit, stats, visit or validate
+// lives in tree_common.c. Only tree files include this header.
+#ifndef QG_TREE_COMMON_H
+#define QG_TREE_COMMON_H
+
+#include "index_internal.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/// Integer coordinates span [0, QG_TREE_SIDE) on each axis: depth 15 is the
+/// deepest level whose cells are still at least one integer unit wide.
+#define QG_TREE_BITS 15
+#define QG_TREE_SIDE (1 << QG_TREE_BITS)
+/// Depth-first traversal pops one node and pushes at most 4.
+#define QG_TREE_STACK (3 * QG_TREE_BITS + 8)
+
+/// An inclusive range of integer cells.
+typedef struct qg_tree_ibox {
+    int32_t x0, y0, x1, y1;
+} qg_tree_ibox;
+
+/// A node of a pointer tree (children in blocks of 4) and its cell: x, y
+/// are the integer min corner, the side is QG_TREE_SIDE >> depth.
+typedef struct qg_tree_cell {
+    int32_t node, x, y, depth;
+} qg_tree_cell;
+
+/// Child i (0-3: TL, TR, BL, BR) of c, whose block starts at first_child:
+/// children's cells are computed, never stored.
+static inline qg_tree_cell qg_tree_child_cell(qg_tree_cell c, int32_t first_child, int i)
+{
+    const int32_t half = (QG_TREE_SIDE >> c.depth) >> 1;
+    return (qg_tree_cell){first_child + i, c.x + (i & 1) * half, c.y + (i >> 1) * half, c.depth + 1};
+}
+
+/// Bits 0-3: which quadrants (TL, TR, BL, BR) around the integer point
+/// (mx, my) the box b overlaps; the quadrants own the coordinates >= mx and
+/// >= my on their right and bottom.
+static inline unsigned qg_tree_quadrants(int32_t mx, int32_t my, qg_tree_ibox b)
+{
+    const unsigned left = b.x0 < mx, right = b.x1 >= mx, top = b.y0 < my, bottom = b.y1 >= my;
+    return (left & top) | (right & top) << 1 | (left & bottom) << 2 | (right & bottom) << 3;
+}
+
+/// Bits 0-3: which children of the cell c the box b overlaps.
+static inline unsigned qg_tree_child_mask(qg_tree_cell c, qg_tree_ibox b)
+{
+    const int32_t half = (QG_TREE_SIDE >> c.depth) >> 1;
+    return qg_tree_quadrants(c.x + half, c.y + half, b);
+}
+
+/// How many low bits b's corners differ in: b lies in one aligned cell
+/// 2^spread units wide, and in no smaller one. Lets a kind find the deepest
+/// node that can hold a box without comparing at every level.
+static inline int qg_tree_spread(qg_tree_ibox b)
+{
+    uint32_t v = (uint32_t)((b.x0 ^ b.x1) | (b.y0 ^ b.y1));
+#if defined(__GNUC__)
+    return v ? 32 - __builtin_clz(v) : 0;
+#else
+    int n = 0;
+    while (v) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+/// The box a tree maps onto its integer coordinates, and the counts that say
+/// when to look at the elements again for a better one.
+typedef struct qg_tree_world {
+    qg_rect box;
+    float scale_x, scale_y; ///< integer units per world unit
+    int32_t scan_count;     ///< live elements at the last scan of the boxes
+    int64_t outside_moves;  ///< inserts and moves outside the world since that scan
+} qg_tree_world;
+
+/// v as a float, saturated at +-FLT_MAX (world arithmetic is done in double).
+static inline float qg_tree_to_float(double v)
+{
+    return v > (double)FLT_MAX ? FLT_MAX : v < -(double)FLT_MAX ? -FLT_MAX : (float)v;
+}
+
+/// The larger of a world's two extents, in double (it may pass FLT_MAX).
+static inline double qg_tree_extent(qg_rect w)
+{
+    const double x = qg_extent(w.min_x, w.max_x), y = qg_extent(w.min_y, w.max_y);
+    return x > y ? x : y;
+}
+
+/// Deepest level, at most `cap`, whose cells are still at least
+/// element_size wide in a world `extent` wide: "a max depth set so that the
+/// smallest cell size is a little over the size of your average agent". In
+/// double: extents pass FLT_MAX.
+static inline int qg_tree_depth_for(double extent, double element_size, int cap)
+{
+    int depth = 0;
+    while (depth < cap && extent / (double)(2 << depth) >= element_size)
+        depth++;
+    return depth < 1 ? 1 : depth;
+}
+
+/// The depth a configuration picks when max_depth is left to the kind: from
+/// element_size when given, else the kind's default.
+static inline int qg_tree_chosen_depth(const qg_config *config, int default_depth, int cap)
+{
+    if (!(config->element_size > 0.0f))
+        return default_depth;
+    return qg_tree_depth_for(qg_tree_extent(config->bounds), config->element_size, cap);
+}
+
+/// Maps `box` onto [0, side) integer units per axis. In double: the scale
+/// saturates at FLT_MAX for worlds under 1e-34 wide (coarser cells, same
+/// answers) and never reaches 0 for worlds +-FLT_MAX wide.
+static inline void qg_tree_world_set(qg_tree_world *w, qg_rect box, int32_t side)
+{
+    w->box = box;
+    w->scale_x = qg_tree_to_float((double)side / qg_extent(box.min_x, box.max_x));
+    w->scale_y = qg_tree_to_float((double)side / qg_extent(box.min_y, box.max_y));
+}
+
+/// Back to `box` with no scan behind it (qg_clear): the next elements may be
+/// anywhere.
+static inline void qg_tree_world_reset(qg_tree_world *w, qg_rect box, int32_t side)
+{
+    qg_tree_world_set(w, box, side);
+    w->scan_count = 0;
+    w->outside_moves = 0;
+}
+
+/// True when r is not wholly inside the world: what re-fitting counts.
+static inline bool qg_tree_outside(const qg_tree_world *w, qg_rect r)
+{
+    const qg_rect b = w->box;
+    return (r.min_x < b.min_x) | (r.min_y < b.min_y) | (r.max_x > b.max_x) | (r.max_y > b.max_y);
+}
+
+/// Counts an insert or move that ends at r: four comparisons, so the re-fit
+/// check stays O(1) until enough of them are outside.
+static inline void qg_tree_note(qg_tree_world *w, qg_rect r)
+{
+    w->outside_moves += qg_tree_outside(w, r);
+}
+
+/// True when the population doubled since the last scan (qg_insert re-fits
+/// then, so a tree built by inserts alone is fitted before its first pairs).
+static inline bool qg_tree_grown(const qg_tree_world *w, int64_t count)
+{
+    return count >= 2 * (int64_t)w->scan_count;
+}
+
+/// The re-fit check: true (and the counts restart) when a sixteenth of the
+/// moves since the last scan ended outside the world or the population
+/// doubled or halved since it; the caller then scans with qg_tree_fit.
+static inline bool qg_tree_scan_due(qg_tree_world *w, int64_t count)
+{
+    if (count == 0 || !(w->outside_moves * 16 > count || qg_tree_grown(w, count) || 2 * count <= w->scan_count))
+        return false;
+    w->outside_moves = 0;
+    w->scan_count = (int32_t)count;
+    return true;
+}
+
+/// Maps a coordinate to its integer cell, clamped into [0, side - 1].
+/// Monotonic in v (float subtraction and scaling round monotonically, and
+/// overflow to infinity keeps the order), which is what makes the mapping
+/// conservative: a point inside a box maps inside the box's integer range.
+/// Infinite v clamps; NaN never reaches here.
+static inline int32_t qg_tree_map(float v, float origin, float scale, int32_t side)
+{
+    const float f = (v - origin) * scale;
+    if (!(f > 0.0f))
+        return 0;
+    if (f >= (float)(side - 1))
+        return side - 1;
+    return (int32_t)f;
+}
+
+/// qg_tree_map on the four coordinates of a box. With SSE the four are
+/// mapped at once, without branches: it runs twice for every move.
+static inline qg_tree_ibox qg_tree_map_box(const qg_tree_world *w, qg_rect r, int32_t side)
+{
+    const qg_rect b = w->box;
+#if defined(__SSE2__)
+    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
+                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
+                          _mm_setr_ps(w->scale_x, w->scale_y, w->scale_x, w->scale_y));
+    // max(f, 0) then min(f, side - 1): the same clamps as qg_tree_map
+    // (maxps returns its second operand for NaN, which never arrives anyway).
+    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(side - 1)));
+    int32_t out[4];
+    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    return (qg_tree_ibox){out[0], out[1], out[2], out[3]};
+#else
+    return (qg_tree_ibox){qg_tree_map(r.min_x, b.min_x, w->scale_x, side),
+                          qg_tree_map(r.min_y, b.min_y, w->scale_y, side),
+                          qg_tree_map(r.max_x, b.min_x, w->scale_x, side),
+                          qg_tree_map(r.max_y, b.min_y, w->scale_y, side)};
+#endif
+}
+
+/// The world-unit box of the integer square [x, x + size) x [y, y + size)
+/// in a world of `side` units per axis (for qg_visit). In double: the
+/// world's extent may pass FLT_MAX.
+static inline qg_rect qg_tree_cell_rect(const qg_tree_world *w, double x, double y, double size, double side)
+{
+    const qg_rect b = w->box;
+    const double ux = qg_extent(b.min_x, b.max_x) / side, uy = qg_extent(b.min_y, b.max_y) / side;
+    return (qg_rect){qg_tree_to_float(b.min_x + x * ux), qg_tree_to_float(b.min_y + y * uy),
+                     qg_tree_to_float(b.min_x + (x + size) * ux), qg_tree_to_float(b.min_y + (y + size) * uy)};
+}
+
+/// A square world around [lx, hx] x [ly, hy], half as wide again as its
+/// larger side, so a population that moves a little does not leave it.
+/// Computed in double and saturated: it holds every point of the given box.
+static inline qg_rect qg_tree_square_world(double lx, double ly, double hx, double hy)
+{
+    const double ex = hx - lx, ey = hy - ly;
+    const double half = 0.75 * (ex > ey ? ex : ey);
+    const double cx = lx + 0.5 * ex, cy = ly + 0.5 * ey;
+    qg_rect w = {qg_tree_to_float(cx - half), qg_tree_to_float(cy - half), qg_tree_to_float(cx + half),
+                 qg_tree_to_float(cy + half)};
+    // All elements at one point: the world still needs min < max.
+    if (!(w.min_x < w.max_x)) {
+        if (w.min_x > -FLT_MAX)
+            w.min_x = nextafterf(w.min_x, -FLT_MAX);
+        else
+            w.max_x = nextafterf(w.max_x, FLT_MAX);
+    }
+    if (!(w.min_y < w.max_y)) {
+        if (w.min_y > -FLT_MAX)
+            w.min_y = nextafterf(w.min_y, -FLT_MAX);
+        else
+            w.max_y = nextafterf(w.max_y, FLT_MAX);
+    }
+    return w;
+}
+
+/// Scans every live box (but `skip`, the element being inserted) and decides
+/// whether the world should change: when a sixteenth of the elements lie
+/// outside it (it then grows to take them in, keeping the old world), or
+/// when they fill less than an eighth of it on both axes (it then shrinks to
+/// them). With `to_bounds`, a grown world that fits in the configured bounds
+/// and fills them is the bounds (the first inserts of a build made the world
+/// shrink to them). *size, when asked for, is the elements' mean width (the
+/// larger side): cells must not get smaller than the elements.
+bool qg_tree_fit(const qg_tree_world *w, const qg_index *ix, qg_handle skip, bool to_bounds, qg_rect *out,
+                 double *size);
+
+/// A re-fit's max_depth: the configured one when the world is back to the
+/// configured bounds, else the depth whose cells are a little over the
+/// larger of element_size and the elements' mean width `size`, at most cap.
+int qg_tree_refit_depth(const qg_config *config, qg_rect world, double size, int cap);
+
+/// The first of node's 4 children, -1 when it is a leaf: the one thing the
+/// shared walks need to know about a kind's nodes.
+typedef int32_t qg_tree_children_fn(const void *tree, int32_t node);
+
+/// What a walk calls for each node; `children` is the node's first child as
+/// read before the call (-1: a leaf), so a call may split a leaf without the
+/// walk going into it.
+typedef void qg_tree_visit_node_fn(const void *tree, qg_tree_cell c, int32_t children, void *ctx);
+
+/// Pre-order, depth first, children in order 0-3, from the root (node 0,
+/// the whole integer square). The stack lives on the C stack.
+void qg_tree_walk(const void *tree, qg_tree_children_fn *children, qg_tree_visit_node_fn *visit, void *ctx);
+
+/// qg_get_stats for a pointer tree: nodes, leaves, deepest depth.
+void qg_tree_stats(const void *tree, qg_tree_children_fn *children, qg_stats *stats);
+
+/// The user's visit callback, for the kinds' own walk visits.
+typedef struct qg_tree_visit_ctx {
+    qg_visit_fn *fn;
+    void *user;
+} qg_tree_visit_ctx;
+
+/// Splits a rebuilt tree level by level, up to max_depth: every leaf of a
+/// level before any of the next, so memory that runs short leaves the whole
+/// tree a little shallow rather than one corner deep and the rest in a
+/// pile. `split` returns -1 when it lacked memory; so does this (else 0).
+int qg_tree_split_levels(void *tree, int max_depth, qg_tree_children_fn *children,
+                         int (*split)(void *tree, qg_tree_cell c, bool grow), bool grow);
+
+/// A node array's fill: node 0 (the root) and whole blocks of 4 after it.
+static inline bool qg_tree_high_ok(int32_t node_high, int32_t node_capacity)
+{
+    return node_high >= 1 && node_high <= node_capacity && (node_high - 1) % 4 == 0;
+}
+
+/// True when `first` can start a block of 4 children below node_high.
+static inline bool qg_tree_block_ok(int32_t first, int32_t node_high)
+{
+    return first >= 1 && first + 4 <= node_high && (first - 1) % 4 == 0;
+}
+
+/// What a validating walk adds up.
+typedef struct qg_tree_check {
+    bool ok;
+    int64_t branches, elements;
+} qg_tree_check;
+
+/// The checks every node of a pointer tree passes: in the array, no deeper
+/// than max_depth, and a branch's block of children whole and above
+/// max_depth (branches are counted). True when the node passed; the kind
+/// then checks what is its own (elements, boxes, counts).
+static inline bool qg_tree_check_node(qg_tree_check *k, qg_tree_cell c, int32_t children, int32_t node_high,
+                                      int32_t max_depth)
+{
+    bool ok = c.node < node_high && c.depth <= max_depth;
+    if (ok && children >= 0) {
+        k->branches++;
+        ok = qg_tree_block_ok(children, node_high) && c.depth < max_depth;
+    }
+    k->ok &= ok;
+    return ok;
+}
+
+/// Validates the free list of blocks (linked through the int32 at
+/// `link_offset` of each block's first node, nodes `stride` bytes apart) and
+/// that every node is the root, in a branch's block or in a free block.
+bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int32_t free_block,
+                       int32_t free_blocks, int32_t node_high, int64_t branches);
+
+#endif
