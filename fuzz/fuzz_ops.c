@@ -1,12 +1,20 @@
 // libFuzzer target: a byte string becomes a sequence of operations run on one
 // kind and on the brute-force oracle side by side; any difference in answers,
 // statuses or invariants aborts. The first byte picks the kind, so one target
-// covers every built kind.
+// covers every built kind (QG_FUZZ_KIND=name in the environment fixes the
+// kind instead, so CI can give each kind its own time). The next bytes pick
+// the bounds (default, +-3e38, 1e-30 wide, small and off-centre: boxes land
+// outside them and the kinds re-fit) and the point grid's size bound (its
+// levels). An operation can make the kind's next allocation fail: the call
+// must answer QG_ERR_NOMEM and change nothing, which every later comparison
+// with the oracle (which skips the call) checks.
 //
 //   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQG_FUZZ=ON
-//   cmake --build build-fuzz --target fuzz_ops && build-fuzz/fuzz/fuzz_ops -max_total_time=60
+//   cmake --build build-fuzz --target fuzz_ops
+//   build-fuzz/fuzz/fuzz_ops -max_total_time=60 fuzz/corpus
 #include <quadgrid.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +63,36 @@ static qg_rect box(reader *r)
     return b;
 }
 
+/// The kind's allocator: realloc that fails the next allocate-or-grow request
+/// when asked (shrinks and frees never fail, as the contract says).
+typedef struct failing {
+    bool fail_next;
+} failing;
+
+static void *fuzz_realloc(void *ptr, size_t old_size, size_t new_size, void *user)
+{
+    failing *f = user;
+    if (new_size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    if (new_size > old_size && f->fail_next) {
+        f->fail_next = false;
+        return NULL;
+    }
+    return realloc(ptr, new_size);
+}
+
+static qg_rect fuzz_bounds(reader *r)
+{
+    switch (take(r, 1) % 4) {
+    case 0: return (qg_rect){0.0f, 0.0f, 1024.0f, 1024.0f};
+    case 1: return (qg_rect){-3e38f, -3e38f, 3e38f, 3e38f};
+    case 2: return (qg_rect){0.0f, 0.0f, 1e-30f, 1e-30f};
+    default: return (qg_rect){400.0f, 400.0f, 500.0f, 450.0f};
+    }
+}
+
 typedef struct hits {
     uint64_t sum, count;
 } hits;
@@ -83,24 +121,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
     qg_kind kind = (qg_kind)(take(&r, 1) % QG_KIND_COUNT);
+    const char *fixed = getenv("QG_FUZZ_KIND");
+    if (fixed != NULL && qg_kind_from_name(fixed, &kind) != QG_OK)
+        abort();
     if (!qg_kind_available(kind))
         return 0;
     qg_config config = qg_default_config(kind);
     config.leaf_capacity = (int)(take(&r, 1) % 6);
-    config.max_element_size = 64.0f;
+    config.bounds = fuzz_bounds(&r);
+    const uint32_t bound = take(&r, 1) % 9;
+    config.max_element_size = bound == 8 ? 0.0f : (float)(1u << bound);
+    failing fail = {false};
+    config.allocator = (qg_allocator){fuzz_realloc, &fail};
     qg_config oracle_config = qg_default_config(QG_BRUTE_FORCE);
     qg_index *index = NULL, *oracle = NULL;
     if (qg_create(&config, &index) != QG_OK || qg_create(&oracle_config, &oracle) != QG_OK)
         abort();
+    bool arm_next = false;
     while (r.n > 0) {
+        // A failure armed by the previous operation applies to this one only.
+        const bool armed = arm_next;
+        fail.fail_next = arm_next;
+        arm_next = false;
         uint32_t op = take(&r, 1) % 8;
         switch (op) {
         case 0:
         case 1: {
             qg_rect b = box(&r);
             qg_handle a = qg_insert(index, b);
-            if (a == QG_ERR_CAPACITY) // a size limit only the kind has
-                break;
+            if (a == QG_ERR_NOMEM && armed)
+                break; // the failure asked for: the oracle skips the call
             if (a != qg_insert(oracle, b))
                 abort();
             break;
@@ -109,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             qg_handle h = (qg_handle)(take(&r, 2) % 512) - 4;
             qg_rect b = box(&r);
             qg_status s = qg_move(index, h, b);
-            if (s == QG_ERR_CAPACITY)
+            if (s == QG_ERR_NOMEM && armed)
                 break;
             if (s != qg_move(oracle, h, b))
                 abort();
@@ -139,12 +189,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             break;
         }
-        default:
-            if (take(&r, 1) == 0) {
+        default: {
+            const uint32_t what = take(&r, 1);
+            if (what == 0) {
                 qg_clear(index);
                 qg_clear(oracle);
+            } else if (what < 64) {
+                arm_next = true;
             }
             break;
+        }
         }
         if (qg_count(index) != qg_count(oracle) || qg_validate(index) != QG_OK)
             abort();

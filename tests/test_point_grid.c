@@ -223,6 +223,43 @@ static void test_wide_cross(void **state)
     assert_int_equal(a.bytes, 0);
 }
 
+/* Bounds far larger than the elements' spread cost no memory up front, and
+ * the world follows the elements: bounds [-3e38, 3e38] around 20,000 boxes
+ * in [0, 1000]^2 end with cells near the asked size, and exact pairs. */
+static void test_huge_bounds(void **state)
+{
+    (void)state;
+    skip_unavailable();
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, tu_rect(-3e38f, -3e38f, 3e38f, 3e38f), 4, 0);
+    assert_true(qg_get_stats(idx).memory_bytes < 512 * 1024);
+    enum { N = 20000 };
+    static qg_rect boxes[N];
+    tu_rng r;
+    tu_rng_seed(&r, 31337);
+    for (int i = 0; i < N; i++) {
+        float x = tu_rng_range(&r, 0, 996), y = tu_rng_range(&r, 0, 996);
+        boxes[i] = tu_rect(x, y, x + 3, y + 3);
+        assert_int_equal(qg_insert(idx, boxes[i]), i);
+    }
+    qg_cleanup(idx);
+    qg_cleanup(idx);
+    /* The elements' world at cells of 24 (six bounds): about 42 x 42 cells
+     * (the fit adds an eighth a side), not one cell of 1e35. */
+    const qg_stats st = qg_get_stats(idx);
+    assert_true(st.nodes >= 30 * 30 && st.nodes <= 80 * 80);
+    assert_true(st.memory_bytes < (size_t)N * 40);
+    long want = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            want += tu_overlap(boxes[i], boxes[j]);
+    assert_int_equal(pair_count(idx), want);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
 static void test_default_bound(void **state)
 {
     (void)state;
@@ -497,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_levels),
         cmocka_unit_test(test_levels_random),
         cmocka_unit_test(test_wide_cross),
+        cmocka_unit_test(test_huge_bounds),
         cmocka_unit_test(test_default_bound),
         cmocka_unit_test(test_exact_at_rounding),
         cmocka_unit_test(test_memory_per_element),

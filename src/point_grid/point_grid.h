@@ -124,6 +124,8 @@
 #define PG_MAX_SIDE 16384
 /// At most this many cells in all (16 MiB of starts).
 #define PG_MAX_CELLS (1 << 22)
+/// At most this many cells when a level is made (qg_pg_level_init).
+#define PG_START_CELLS (1 << 16)
 /// hb: home column mod 4 in bits 0-1, home row mod 4 in bits 2-3, the level
 /// in bits 4-6 (PG_HB_NONE: no level, a free handle), the tail flag.
 #define PG_HB_HOME 0x0Fu
@@ -169,8 +171,10 @@ typedef struct pg_level {
     bool fresh;         ///< sq holds every listed element's current point
     bool refit;         ///< the next qg_cleanup re-sorts (more cells arrived)
     int32_t want_cells; ///< cells a re-fit asked for beyond start_capacity
+    int32_t want_rows;  ///< rows of that world (tail_head's capacity)
     int64_t calm;       ///< border elements a re-fit chose to keep (qg_pg_border_crowded)
     int32_t fit_count;  ///< elements when pg_refit last sampled
+    bool on_config;     ///< the world is the configured bounds (no re-fit moved it)
     int32_t config_cells; ///< cells of the configured bounds at this level's cell size
     int32_t cols, rows;
     int32_t gmax_x, gmax_y; ///< largest fixed-point coordinate: cols * PG_Q - 1

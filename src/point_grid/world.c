@@ -209,6 +209,33 @@ static void pg_fit_range(float *v, int32_t n, double least, double *lo, double *
     *hi += (*hi - *lo) * 0x1p-20;
 }
 
+/// A level still on its configured world runs on fewer cells than the
+/// bounds ask for while its population is small; as it grows (the budget:
+/// two cells per element and 4,096), it takes more of them, up to the
+/// configured ones: at once when the level holds the cells, otherwise after
+/// the next insert or move reserved them. True when the world changed.
+static bool pg_grow_config(point_grid *g, int32_t k, int64_t room)
+{
+    pg_level *L = &g->level[k];
+    const int64_t budget = 2 * (int64_t)L->count + 4096;
+    const int64_t grow = budget < L->config_cells ? budget : L->config_cells;
+    if (grow <= (int64_t)L->cols * L->rows)
+        return false;
+    const qg_rect b = g->base.config.bounds;
+    const pg_world w =
+        pg_world_of(L, b.min_x, b.min_y, qg_extent(b.min_x, b.max_x), qg_extent(b.min_y, b.max_y), grow);
+    if ((int64_t)w.cols * w.rows <= (int64_t)L->cols * L->rows)
+        return false;
+    if ((int64_t)w.cols * w.rows <= room && w.rows <= L->tail_head_capacity) {
+        pg_set_world(L, w);
+        return true;
+    }
+    L->want_cells = w.cols * w.rows;
+    L->want_rows = w.rows;
+    g->want = true;
+    return false;
+}
+
 /// Considers moving level k's world to its elements, given the extent of
 /// their points. Called by qg_pg_rebuild, which re-sorts after a move. True
 /// when the world moved. Never allocates: a fit wider than the level's
@@ -220,6 +247,9 @@ static bool pg_refit(point_grid *g, int32_t k, float x0, float y0, float x1, flo
     L->refit = false;
     if (L->count < 2 || !(x0 <= x1) || !isfinite(L->cell))
         return false;
+    const int64_t room = L->start_capacity - 1;
+    if (L->on_config && pg_grow_config(g, k, room))
+        return true;
     const double gx0 = L->ox, gy0 = L->oy;
     const double gx1 = gx0 + (double)(L->gmax_x + 1) / L->sx, gy1 = gy0 + (double)(L->gmax_y + 1) / L->sy;
     const int64_t cells = (int64_t)L->cols * L->rows;
@@ -248,12 +278,11 @@ static bool pg_refit(point_grid *g, int32_t k, float x0, float y0, float x1, flo
     memcpy(buf.f, ys, (size_t)n * sizeof(float));
     pg_fit_range(buf.f, n, L->cell, &ty0, &ty1);
     const pg_world cur = {gx0, gy0, gx1 - gx0, gy1 - gy0, L->cols, L->rows};
-    int64_t room = L->start_capacity - 1;
     pg_world now = pg_world_of(L, tx0, ty0, tx1 - tx0, ty1 - ty0, room);
     if (now.rows > L->tail_head_capacity)
         now.rows = L->tail_head_capacity;
-    // Cells past the configured ones: at most two per element.
-    const int64_t budget = (int64_t)L->count * 2 + 4096 > L->config_cells ? (int64_t)L->count * 2 + 4096 : L->config_cells;
+    // A fitted world holds at most two cells per element (and 4,096).
+    const int64_t budget = (int64_t)L->count * 2 + 4096;
     const pg_world full = pg_world_of(L, tx0, ty0, tx1 - tx0, ty1 - ty0, budget);
     const int64_t c_cur = pg_crowding(xs, ys, n, cur, buf.i);
     const int64_t c_now = pg_crowding(xs, ys, n, now, buf.i);
@@ -264,6 +293,7 @@ static bool pg_refit(point_grid *g, int32_t k, float x0, float y0, float x1, flo
         moved = true;
         base = c_now;
         L->calm = 0;
+        L->on_config = false;
     } else {
         // Keeping this world: its border pile (counted before the re-sort,
         // a fair estimate) is not worth asking about again until it doubles.
@@ -272,6 +302,7 @@ static bool pg_refit(point_grid *g, int32_t k, float x0, float y0, float x1, flo
     const int64_t full_cells = (int64_t)full.cols * full.rows;
     if (full_cells > room && 2 * pg_crowding(xs, ys, n, full, buf.i) < base) {
         L->want_cells = (int32_t)full_cells;
+        L->want_rows = full.rows;
         g->want = true;
     }
     return moved;
@@ -286,7 +317,7 @@ bool qg_pg_grow(point_grid *g, qg_txn *txn)
         pg_level *L = &g->level[k];
         if (L->want_cells == 0 || L->want_cells <= L->start_capacity - 1)
             continue;
-        const int32_t rows = L->want_cells < PG_MAX_SIDE ? L->want_cells : PG_MAX_SIDE;
+        const int32_t rows = L->want_rows;
         if (!qg_txn_reserve(txn, (void **)&L->start, &L->start_capacity, sizeof(int32_t), (int64_t)L->want_cells + 1) ||
             !qg_txn_reserve(txn, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t), rows))
             return false;
@@ -404,12 +435,15 @@ void qg_pg_level_init(pg_level *L, const qg_config *c, int32_t k)
     L->cell = k == PG_LEVELS - 1 ? INFINITY : c->cell_size * scale;
     L->pad = nextafterf(L->bound + L->bound * 0x1p-20f, INFINITY);
     const qg_rect b = c->bounds;
-    // Levels above the finest start small: their elements are few, and a
-    // re-fit gives them more cells when they are not.
-    const int64_t most = k == 0 ? PG_MAX_CELLS : 1 << 16;
-    const pg_world w = pg_world_of(L, b.min_x, b.min_y, qg_extent(b.min_x, b.max_x), qg_extent(b.min_y, b.max_y), most);
-    pg_set_world(L, w);
-    L->config_cells = w.cols * w.rows;
+    const double ex = qg_extent(b.min_x, b.max_x), ey = qg_extent(b.min_y, b.max_y);
+    const pg_world full = pg_world_of(L, b.min_x, b.min_y, ex, ey, PG_MAX_CELLS);
+    L->config_cells = full.cols * full.rows;
+    // A level starts with at most PG_START_CELLS of them: bounds far larger
+    // than the elements' spread then cost no memory up front (a level with
+    // bounds [-3e38, 3e38] would take 16 MiB of starts), and pg_grow_config
+    // gives a growing population the rest.
+    pg_set_world(L, pg_world_of(L, b.min_x, b.min_y, ex, ey, PG_START_CELLS));
+    L->on_config = true;
     L->fresh = true;
 }
 
