@@ -1,0 +1,567 @@
+// QG_LOOSE_GRID: the kind's table and its structure calls: loose cells and
+// their links, inserts, removes and moves (with the re-fit they may run),
+// qg_cleanup's order of work, queries, stats, visit and validate. The
+// overview of the kind is in loose_grid.h; world.c owns the re-sort, the
+// relink and the re-fit, pairs.c the pair search.
+#include "loose_grid.h"
+
+/// Links loose cell i into the tight cells of `grown` that are not in `had`
+/// (had lies inside grown: a box only grows here). Links were reserved.
+static void lg_link_new(loose_grid *g, int32_t i, lg_range had, lg_range grown)
+{
+    for (int32_t ty = grown.y0; ty <= grown.y1; ++ty) {
+        for (int32_t tx = grown.x0; tx <= grown.x1; ++tx) {
+            if (lg_range_has(had, tx, ty))
+                continue;
+            int32_t *head = &g->tight[ty * g->tcols + tx];
+            *head = qg_enode_take(&g->links, i, *head);
+        }
+    }
+}
+
+/// Makes loose cell i's box hold `box`, linking it into newly covered tight
+/// cells; reserves the links first. Fails only with QG_ERR_NOMEM, before
+/// any change.
+static qg_status lg_grow(loose_grid *g, qg_txn *txn, int32_t i, qg_rect box)
+{
+    lg_loose *c = &g->loose[i];
+    if (lg_inside_loose(box, c))
+        return QG_OK;
+    const float l = c->l < box.min_x ? c->l : box.min_x, t = c->t < box.min_y ? c->t : box.min_y;
+    const float r = c->r > box.max_x ? c->r : box.max_x, b = c->b > box.max_y ? c->b : box.max_y;
+    const lg_range had = lg_cell_range(g, c), grown = lg_range_of(g, l, t, r, b);
+    const int64_t more = lg_range_size(grown) - lg_range_size(had);
+    if (more > 0) {
+        if (!qg_enode_reserve(txn, &g->links, more))
+            return QG_ERR_NOMEM;
+        lg_link_new(g, i, had, grown);
+    }
+    c->l = l, c->t = t, c->r = r, c->b = b;
+    return QG_OK;
+}
+
+/// Makes sure qg_lg_take_item will not allocate.
+static bool lg_reserve_item(loose_grid *g, qg_txn *txn)
+{
+    if (g->free_item >= 0)
+        return true;
+    const int64_t need = (int64_t)g->item_high + 1;
+    return qg_txn_reserve(txn, (void **)&g->items, &g->items_capacity, sizeof(lg_item), need) &&
+           qg_txn_reserve(txn, (void **)&g->next, &g->next_capacity, sizeof(int32_t), need);
+}
+
+/// A slot for a new node: a freed one after the packed part, or a new one.
+int32_t qg_lg_take_item(loose_grid *g)
+{
+    int32_t k = g->free_item;
+    if (k >= 0)
+        g->free_item = g->next[k];
+    else
+        k = g->item_high++;
+    return k;
+}
+
+/// Puts element h with box `box` at the head of loose cell i's list.
+static void lg_push(loose_grid *g, int32_t i, qg_handle h, qg_rect box)
+{
+    const int32_t k = qg_lg_take_item(g);
+    g->items[k] = (lg_item){h, box};
+    g->next[k] = g->loose[i].head;
+    g->loose[i].head = k;
+    g->cell[h] = lg_cell_word(g, i);
+}
+
+/// Takes element h's node out of loose cell i's list; returns its slot.
+static int32_t lg_detach(loose_grid *g, int32_t i, qg_handle h)
+{
+    int32_t *link = &g->loose[i].head;
+    while (g->items[*link].h != h)
+        link = &g->next[*link];
+    const int32_t k = *link;
+    *link = g->next[k];
+    return k;
+}
+
+/// Takes element h out of loose cell i's list. A slot of the packed part
+/// stays a hole until cleanup (keeping the free list out of the runs); one
+/// after it is reused.
+static void lg_unlink(loose_grid *g, int32_t i, qg_handle h)
+{
+    const int32_t k = lg_detach(g, i, h);
+    g->items[k].h = -1;
+    if (k >= g->packed) {
+        g->next[k] = g->free_item;
+        g->free_item = k;
+    }
+}
+
+int32_t qg_lg_side(double extent, double cell)
+{
+    double n = floor(extent / cell);
+    if (!(n >= 1.0))
+        n = 1.0;
+    if (n > LG_MAX_SIDE)
+        n = LG_MAX_SIDE;
+    return (int32_t)n;
+}
+
+/// Sets the mapping for the world [x0, x1] x [y0, y1] of lcols x lrows
+/// loose cells (extents in double: finite for any finite floats).
+void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t lcols, int32_t lrows)
+{
+    const double ex = qg_extent(x0, x1), ey = qg_extent(y0, y1);
+    g->wx0 = x0, g->wy0 = y0, g->wx1 = x1, g->wy1 = y1;
+    g->lcols = lcols;
+    g->lrows = lrows;
+    g->tcols = (lcols + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
+    g->trows = (lrows + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
+    g->ox = x0;
+    g->oy = y0;
+    g->lsx = (float)((double)g->lcols / ex);
+    g->lsy = (float)((double)g->lrows / ey);
+    g->tsx = (float)((double)g->tcols / ex);
+    g->tsy = (float)((double)g->trows / ey);
+}
+
+/// Typical element width: the configured one, or one the bounds suggest.
+static float lg_element_size(const qg_config *config)
+{
+    return config->element_size > 0.0f ? config->element_size : qg_rect_extent(config->bounds) / 256.0f;
+}
+
+static qg_status loose_grid_configure(qg_config *config)
+{
+    if (config->cell_size == 0.0f) {
+        // A loose cell ten typical elements wide: smaller cells cost more
+        // memory and cleanup time per element than they save in the pair
+        // loop (measured on the agents workload, 1,000,000 elements: the
+        // total is flat from 8 to 13 widths, worse at 4 and 16).
+        config->cell_size = LG_CELL_WIDTHS * lg_element_size(config);
+    }
+    if (!isfinite(config->cell_size))
+        config->cell_size = qg_rect_extent(config->bounds);
+    return QG_OK;
+}
+
+static qg_status loose_grid_init(qg_index *index)
+{
+    loose_grid *g = (loose_grid *)index;
+    const qg_config *c = &index->config;
+    const qg_rect w = c->bounds;
+    const double ex = qg_extent(w.min_x, w.max_x), ey = qg_extent(w.min_y, w.max_y);
+    int32_t lcols = qg_lg_side(ex, c->cell_size), lrows = qg_lg_side(ey, c->cell_size);
+    while ((int64_t)lcols * lrows > LG_MAX_CELLS) {
+        if (lcols >= lrows)
+            lcols = (lcols + 1) / 2;
+        else
+            lrows = (lrows + 1) / 2;
+    }
+    qg_lg_layout(g, w.min_x, w.min_y, w.max_x, w.max_y, lcols, lrows);
+    g->fit_next = LG_FIT_MIN;
+    // Half a typical element: covers a frame's move of anything that moves
+    // less than its own size per frame, and barely widens the loose boxes.
+    g->margin = 0.5f * (c->element_size > 0.0f ? c->element_size : c->cell_size / LG_CELL_WIDTHS);
+    g->steady_high = -1;
+    g->free_item = -1;
+    if (!isfinite(g->margin))
+        g->margin = 0.0f;
+    g->cfg_margin = g->margin;
+    g->cell_w = c->cell_size;
+    g->auto_size = c->element_size == 0.0f && c->cell_size == LG_CELL_WIDTHS * lg_element_size(c);
+    qg_enode_pool_reset(&g->links);
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
+    if (!qg_txn_reserve(&txn, (void **)&g->loose, &g->loose_capacity, sizeof(lg_loose), nl) ||
+        !qg_txn_reserve(&txn, (void **)&g->tight, &g->tight_capacity, sizeof(int32_t), nt) ||
+        !qg_txn_reserve(&txn, (void **)&g->start, &g->start_capacity, sizeof(int32_t), (int64_t)nl + 1) ||
+        !qg_txn_reserve(&txn, (void **)&g->count, &g->count_capacity, sizeof(int32_t), nl)) {
+        qg_txn_rollback(&txn);
+        return QG_ERR_NOMEM;
+    }
+    for (int32_t i = 0; i < nl; ++i)
+        g->loose[i] = lg_empty;
+    memset(g->tight, 0xff, (size_t)nt * sizeof(int32_t));
+    memset(g->start, 0, ((size_t)nl + 1) * sizeof(int32_t));
+    memset(g->count, 0, (size_t)nl * sizeof(int32_t));
+    return QG_OK;
+}
+
+static void loose_grid_destroy(qg_index *index)
+{
+    loose_grid *g = (loose_grid *)index;
+    qg_array_free(&index->alloc, (void **)&g->loose, &g->loose_capacity, sizeof(lg_loose));
+    qg_array_free(&index->alloc, (void **)&g->tight, &g->tight_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->links.data, &g->links.capacity, sizeof(qg_enode));
+    qg_array_free(&index->alloc, (void **)&g->start, &g->start_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->count, &g->count_capacity, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t));
+    qg_array_free(&index->alloc, (void **)&g->items, &g->items_capacity, sizeof(lg_item));
+    qg_array_free(&index->alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t));
+}
+
+
+/// After a look at the world: the next look comes when the population
+/// doubled or cleanup sees crowding again. Crowding that a re-fit would not
+/// help (the world is already the plan's) is not looked at again for a few
+/// cleanups, so it costs a plan now and then, not every frame.
+static void lg_looked(loose_grid *g, int32_t n, bool refitted)
+{
+    if (g->refit && !refitted)
+        g->fit_wait = LG_FIT_WAIT;
+    g->refit = false;
+    g->strays = 0;
+    g->fit_next = n > INT32_MAX / 2 ? INT32_MAX : 2 * n;
+}
+
+/// Counts an element placed outside the world (clamped onto a border cell)
+/// by an insert or a far move; once a 32nd of the population has, the next
+/// insert or move looks at the world. A crowd that teleports out is then
+/// followed within the frame, not a frame later by cleanup's check.
+static inline void lg_stray(loose_grid *g, qg_rect b)
+{
+    const float cx = b.min_x * 0.5f + b.max_x * 0.5f, cy = b.min_y * 0.5f + b.max_y * 0.5f;
+    if ((cx < g->wx0) | (cx > g->wx1) | (cy < g->wy0) | (cy > g->wy1))
+        g->refit |= ++g->strays > g->base.count / 32 + LG_FIT_MIN;
+}
+
+static qg_status lg_insert_here(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    const int32_t i = lg_loose_of(g, box);
+    const qg_status s = lg_grow(g, txn, i, lg_fatten(g, box));
+    if (s != QG_OK)
+        return s;
+    g->fresh = false;
+    lg_push(g, i, h, box);
+    lg_stray(g, box);
+    return QG_OK;
+}
+
+static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    loose_grid *g = (loose_grid *)index;
+    if (!qg_txn_reserve(txn, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), (int64_t)h + 1) ||
+        !lg_reserve_item(g, txn))
+        return QG_ERR_NOMEM;
+    const int32_t n = index->count + 1;
+    if (!g->refit && n < g->fit_next)
+        return lg_insert_here(g, txn, h, box);
+    // Time to look at the world (the population doubled, or cleanup saw
+    // crowding): a build is fitted before its first cleanup, in O(n) in
+    // all over the doublings.
+    lg_plan p;
+    qg_lg_plan_world(g, n, h, box, &p);
+    const bool better = qg_lg_plan_better(g, &p);
+    const qg_status s = better ? qg_lg_refit(g, txn, &p, h, box, true) : lg_insert_here(g, txn, h, box);
+    if (s == QG_OK)
+        lg_looked(g, n, better);
+    return s;
+}
+
+static void loose_grid_remove(qg_index *index, qg_handle h)
+{
+    loose_grid *g = (loose_grid *)index;
+    g->fresh = false;
+    lg_unlink(g, (int32_t)(g->cell[h] & LG_CELL_MASK), h);
+}
+
+/// A move the margin does not cover, or one to another cell: the loose
+/// cell of the new centre grows to hold the new box plus the margin (if it
+/// does not already hold the box), and the element moves to its list.
+static qg_status lg_move_far(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect box, int32_t ni)
+{
+    const int32_t ci = (int32_t)(g->cell[h] & LG_CELL_MASK);
+    if (!lg_inside_loose(box, &g->loose[ni])) {
+        const qg_status s = lg_grow(g, txn, ni, lg_fatten(g, box));
+        if (s != QG_OK)
+            return s;
+    }
+    if (ni != ci) {
+        // The node keeps its slot: cleanup's sort then moves it only as far
+        // as the cells are apart.
+        const int32_t k = lg_detach(g, ci, h);
+        g->items[k].box = box;
+        g->next[k] = g->loose[ni].head;
+        g->loose[ni].head = k;
+    }
+    g->cell[h] = lg_cell_word(g, ni);
+    g->base.boxes[h] = box;
+    lg_stray(g, box);
+    return QG_OK;
+}
+
+static inline qg_status lg_move_plain(loose_grid *g, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    qg_index *index = &g->base;
+    g->fresh = false;
+    const uint32_t w = g->cell[h];
+    const int32_t ni = lg_loose_of(g, box);
+    if ((w >> LG_CELL_BITS) != g->epoch && (w & LG_CELL_MASK) == (uint32_t)ni &&
+        lg_inside(box, lg_fatten(g, index->boxes[h]))) {
+        // The first move since cleanup, within the margin of the box the
+        // cleanup saw and in the same cell: the loose box already holds it.
+        // Nothing but the element's own (sequential) data is touched.
+        index->boxes[h] = box;
+        g->cell[h] = (w & LG_CELL_MASK) | g->epoch << LG_CELL_BITS;
+        return QG_OK;
+    }
+    return lg_move_far(g, txn, h, box, ni);
+}
+
+static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    loose_grid *g = (loose_grid *)index;
+    if (g->refit) {
+        // Cleanup saw crowding and could not allocate: this move looks at
+        // the world and re-fits it if that helps.
+        lg_plan p;
+        qg_lg_plan_world(g, index->count, h, box, &p);
+        const bool better = qg_lg_plan_better(g, &p);
+        const qg_status s = better ? qg_lg_refit(g, txn, &p, h, box, false) : lg_move_plain(g, txn, h, box);
+        if (s == QG_OK)
+            lg_looked(g, index->count, better);
+        return s;
+    }
+    return lg_move_plain(g, txn, h, box);
+}
+
+
+static void loose_grid_cleanup(qg_index *index)
+{
+    loose_grid *g = (loose_grid *)index;
+    g->epoch = (g->epoch + 1) % LG_EPOCHS;
+    const int32_t n = qg_lg_collect(g);
+    qg_lg_sort(g, n);
+    g->packed = n;
+    g->item_high = n;
+    g->free_item = -1;
+    g->fresh = true;
+    qg_lg_relink(g);
+    qg_lg_trim_steady(g);
+    // A re-fit allocates, so cleanup only looks for crowding (a sample of
+    // LG_CROWD_SAMPLE items) and leaves the re-fit to the next insert or
+    // move.
+    g->strays = 0;
+    if (g->fit_wait > 0)
+        g->fit_wait--;
+    else if (n >= LG_FIT_MIN && !g->refit)
+        g->refit = qg_lg_crowded(g, n);
+}
+
+static void loose_grid_clear(qg_index *index)
+{
+    loose_grid *g = (loose_grid *)index;
+    const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
+    g->fresh = false;
+    for (int32_t i = 0; i < nl; ++i)
+        g->loose[i] = lg_empty;
+    memset(g->tight, 0xff, (size_t)nt * sizeof(int32_t));
+    memset(g->start, 0, ((size_t)nl + 1) * sizeof(int32_t));
+    qg_enode_pool_reset(&g->links);
+    g->item_high = 0;
+    g->packed = 0;
+    g->free_item = -1;
+    g->refit = false;
+    g->strays = 0;
+    g->fit_wait = 0;
+    g->fit_next = LG_FIT_MIN; // the world stays; the next build looks again
+}
+
+/// The box of item k: its copy while fresh, else the base's.
+static inline qg_rect lg_item_box(const loose_grid *g, int32_t k)
+{
+    return g->fresh ? g->items[k].box : g->base.boxes[g->items[k].h];
+}
+
+static void loose_grid_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
+                             qg_query_stats *stats)
+{
+    const loose_grid *g = (const loose_grid *)index;
+    const lg_range q = lg_range_of(g, area.min_x, area.min_y, area.max_x, area.max_y);
+    for (int32_t ty = q.y0; ty <= q.y1; ++ty) {
+        for (int32_t tx = q.x0; tx <= q.x1; ++tx) {
+            stats->nodes_visited++;
+            for (int32_t e = g->tight[ty * g->tcols + tx]; e >= 0; e = g->links.data[e].next) {
+                const int32_t i = g->links.data[e].element;
+                const lg_loose *c = &g->loose[i];
+                if (!lg_box_overlaps(c, area))
+                    continue;
+                // Once: in the first tight cell both ranges share.
+                const lg_range cr = lg_cell_range(g, c);
+                if (lg_max32(cr.x0, q.x0) != tx || lg_max32(cr.y0, q.y0) != ty)
+                    continue;
+                stats->nodes_visited++;
+                for (int32_t k = c->head; k >= 0; k = g->next[k]) {
+                    stats->elements_tested++;
+                    if (qg_overlaps(lg_item_box(g, k), area) && !fn(g->items[k].h, user))
+                        return;
+                }
+            }
+        }
+    }
+}
+
+
+static void loose_grid_stats(const qg_index *index, qg_stats *stats)
+{
+    const loose_grid *g = (const loose_grid *)index;
+    stats->leaves = g->lcols * g->lrows;
+    stats->nodes = stats->leaves + g->tcols * g->trows;
+    stats->max_depth_reached = 1;
+}
+
+/// Tight cells at depth 0 (with the loose cells linked in them as the
+/// count), then every non-empty loose box at depth 1 (with its elements).
+static void loose_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    const loose_grid *g = (const loose_grid *)index;
+    const double w = qg_extent(g->wx0, g->wx1) / g->tcols, hgt = qg_extent(g->wy0, g->wy1) / g->trows;
+    for (int32_t ty = 0; ty < g->trows; ++ty) {
+        for (int32_t tx = 0; tx < g->tcols; ++tx) {
+            int32_t count = 0;
+            for (int32_t e = g->tight[ty * g->tcols + tx]; e >= 0; e = g->links.data[e].next)
+                count++;
+            const qg_rect r = {(float)(g->wx0 + tx * w), (float)(g->wy0 + ty * hgt),
+                               tx + 1 == g->tcols ? g->wx1 : (float)(g->wx0 + (tx + 1) * w),
+                               ty + 1 == g->trows ? g->wy1 : (float)(g->wy0 + (ty + 1) * hgt)};
+            fn(r, 0, count, user);
+        }
+    }
+    const int32_t nl = g->lcols * g->lrows;
+    for (int32_t i = 0; i < nl; ++i) {
+        const lg_loose *c = &g->loose[i];
+        if (!(c->l <= c->r))
+            continue;
+        int32_t count = 0;
+        for (int32_t k = c->head; k >= 0; k = g->next[k])
+            count++;
+        fn((qg_rect){c->l, c->t, c->r, c->b}, 1, count, user);
+    }
+}
+
+/// True when item slot k is in loose cell i's list.
+static bool lg_listed(const loose_grid *g, int32_t i, int32_t k, int64_t bound)
+{
+    for (int32_t j = g->loose[i].head; j >= 0 && bound-- > 0; j = g->next[j]) {
+        if (j == k)
+            return true;
+    }
+    return false;
+}
+
+static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
+{
+    const loose_grid *g = (const loose_grid *)index;
+    const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
+    if (nl < 1 || nl > g->loose_capacity || nt < 1 || nt > g->tight_capacity || g->start_capacity < nl + 1 ||
+        g->count_capacity < nl || !(g->wx0 < g->wx1) || !(g->wy0 < g->wy1) ||
+        g->tcols != (g->lcols + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO ||
+        g->trows != (g->lrows + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO)
+        return QG_ERR_INVALID;
+    if (index->box_high > 0 && g->cell_capacity < index->box_high)
+        return QG_ERR_INVALID;
+    if (g->item_high < 0 || g->item_high > g->items_capacity || g->item_high > g->next_capacity ||
+        g->packed < 0 || g->packed > g->item_high || g->start[0] != 0 || g->start[nl] != g->packed)
+        return QG_ERR_INVALID;
+    for (int32_t i = 0; i < nl; ++i) {
+        if (g->start[i] > g->start[i + 1] || g->count[i] != 0)
+            return QG_ERR_INVALID;
+    }
+    // Items: every live one names a live element whose `cell` is a list that
+    // holds it.
+    int64_t live = 0, holes_after = 0;
+    for (int32_t k = 0; k < g->item_high; ++k) {
+        const qg_handle h = g->items[k].h;
+        if (h < 0) {
+            holes_after += k >= g->packed;
+            continue;
+        }
+        if (!qg_slot_live(index, h))
+            return QG_ERR_INVALID;
+        const int32_t i = (int32_t)(g->cell[h] & LG_CELL_MASK);
+        if (i >= nl || !lg_listed(g, i, k, index->count))
+            return QG_ERR_INVALID;
+        live++;
+    }
+    if (live != index->count)
+        return QG_ERR_INVALID;
+    int64_t free_items = 0;
+    for (int32_t k = g->free_item; k >= 0; k = g->next[k]) {
+        if (k < g->packed || k >= g->item_high || g->items[k].h >= 0 || ++free_items > holes_after)
+            return QG_ERR_INVALID;
+    }
+    if (free_items != holes_after)
+        return QG_ERR_INVALID;
+    // Lists: each holds count items at most, each inside its loose box, and
+    // with the margin unless it moved since the last cleanup.
+    int64_t listed = 0, expected_links = 0;
+    for (int32_t i = 0; i < nl; ++i) {
+        const lg_loose *c = &g->loose[i];
+        int64_t len = 0;
+        for (int32_t k = c->head; k >= 0; k = g->next[k]) {
+            if (++len > index->count || k >= g->item_high || g->items[k].h < 0)
+                return QG_ERR_INVALID;
+            const qg_handle h = g->items[k].h;
+            const qg_rect b = index->boxes[h];
+            if ((g->cell[h] & LG_CELL_MASK) != (uint32_t)i || lg_loose_of(g, b) != i || !lg_inside_loose(b, c) ||
+                ((g->cell[h] >> LG_CELL_BITS) != g->epoch && !lg_inside_loose(lg_fatten(g, b), c)))
+                return QG_ERR_INVALID;
+            if (g->fresh && (k != g->start[i] + len - 1 ||
+                             memcmp(&g->items[k].box, &b, sizeof b) != 0))
+                return QG_ERR_INVALID;
+        }
+        if (g->fresh && len != g->start[i + 1] - g->start[i])
+            return QG_ERR_INVALID;
+        listed += len;
+        if ((c->l <= c->r) != (c->t <= c->b) || isnan(c->l) || isnan(c->t) || isnan(c->r) || isnan(c->b))
+            return QG_ERR_INVALID;
+        expected_links += lg_range_size(lg_cell_range(g, c));
+    }
+    if (listed != index->count || (g->fresh && (g->packed != index->count || g->item_high != g->packed)))
+        return QG_ERR_INVALID;
+    // Links: every link in a tight cell names a loose cell whose range holds
+    // that tight cell, at most once per tight cell; with the count matching
+    // the sum of the ranges, every range is fully linked.
+    int64_t links = 0;
+    for (int32_t t = 0; t < nt; ++t) {
+        const int32_t tx = t % g->tcols, ty = t / g->tcols;
+        for (int32_t e = g->tight[t]; e >= 0; e = g->links.data[e].next) {
+            if (e >= g->links.high || ++links > g->links.live)
+                return QG_ERR_INVALID;
+            const int32_t i = g->links.data[e].element;
+            if (i < 0 || i >= nl || !lg_range_has(lg_cell_range(g, &g->loose[i]), tx, ty))
+                return QG_ERR_INVALID;
+            for (int32_t f = g->links.data[e].next; f >= 0; f = g->links.data[f].next) {
+                if (g->links.data[f].element == i)
+                    return QG_ERR_INVALID;
+            }
+        }
+    }
+    if (links != g->links.live || links != expected_links ||
+        qg_enode_free_count(&g->links) != g->links.high - g->links.live)
+        return QG_ERR_INVALID;
+    *bytes += (size_t)g->loose_capacity * sizeof(lg_loose) + (size_t)g->tight_capacity * sizeof(int32_t) +
+              (size_t)g->links.capacity * sizeof(qg_enode) + (size_t)g->start_capacity * sizeof(int32_t) +
+              (size_t)g->count_capacity * sizeof(int32_t) + (size_t)g->cell_capacity * sizeof(uint32_t) +
+              (size_t)g->items_capacity * sizeof(lg_item) + (size_t)g->next_capacity * sizeof(int32_t);
+    return QG_OK;
+}
+
+const qg_kind_class qg_loose_grid_class = {
+    .kind = QG_LOOSE_GRID,
+    .size = sizeof(loose_grid),
+    .configure = loose_grid_configure,
+    .init = loose_grid_init,
+    .destroy = loose_grid_destroy,
+    .insert = loose_grid_insert,
+    .remove = loose_grid_remove,
+    .move = loose_grid_move,
+    .cleanup = loose_grid_cleanup,
+    .clear = loose_grid_clear,
+    .query = loose_grid_query,
+    .pairs = qg_lg_pairs,
+    .stats = loose_grid_stats,
+    .visit = loose_grid_visit,
+    .validate = loose_grid_validate,
+};
+
