@@ -17,12 +17,6 @@
 
 #include <cmocka.h>
 
-static void skip_unavailable(void)
-{
-    if (!qg_kind_available(QG_LOOSE_GRID))
-        skip();
-}
-
 static qg_index *make(tu_alloc *a, qg_rect bounds, float cell)
 {
     qg_config c = qg_default_config(QG_LOOSE_GRID);
@@ -94,7 +88,7 @@ static visit_info info(const qg_index *idx)
 static void test_grow_then_shrink(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_LOOSE_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 1000, 1000), 20);
@@ -123,7 +117,7 @@ static void test_grow_then_shrink(void **state)
 static void test_frames(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_LOOSE_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     enum { N = 400 };
@@ -192,7 +186,7 @@ static void test_frames(void **state)
 static void test_far_moves(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_LOOSE_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     enum { N = 3000 };
@@ -254,7 +248,7 @@ static void test_far_moves(void **state)
 static void test_outside(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_LOOSE_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 100, 100), 10);
@@ -357,7 +351,7 @@ static void scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const
 static void test_scenes(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_LOOSE_GRID);
     for (size_t si = 0; si < sizeof SCENES / sizeof *SCENES; si++) {
         const scene_spec *s = &SCENES[si];
         tu_alloc a;
@@ -458,7 +452,7 @@ static void test_scenes(void **state)
 static void test_refit_oom(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_LOOSE_GRID);
     for (size_t si = 0; si < 2; si++) {
         const scene_spec *s = &SCENES[si]; /* outside, huge */
         tu_alloc a;
@@ -557,7 +551,5 @@ int main(void)
         cmocka_unit_test(test_scenes),
         cmocka_unit_test(test_refit_oom),
     };
-    if (!qg_kind_available(QG_LOOSE_GRID))
-        return 77;
-    return cmocka_run_group_tests_name("loose_grid_invariants", tests, NULL, NULL) ? 1 : 0;
+    return tu_run_own_tests("loose_grid_invariants", QG_LOOSE_GRID, tests);
 }

@@ -15,12 +15,6 @@
 
 #include <cmocka.h>
 
-static void skip_unavailable(void)
-{
-    if (!qg_kind_available(QG_POINT_GRID))
-        skip();
-}
-
 static qg_index *make(tu_alloc *a, qg_rect bounds, float bound, float cell)
 {
     qg_config c = qg_default_config(QG_POINT_GRID);
@@ -77,7 +71,7 @@ static bool collect_pair(qg_handle a, qg_handle b, void *user)
 static void test_levels(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 1000, 1000), 10, 0);
@@ -127,7 +121,7 @@ static void test_levels(void **state)
 static void test_levels_random(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 1000, 1000), 2, 0);
@@ -185,7 +179,7 @@ static void test_levels_random(void **state)
 static void test_wide_cross(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 20000, 200), 2, 0);
@@ -229,7 +223,7 @@ static void test_wide_cross(void **state)
 static void test_huge_bounds(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(-3e38f, -3e38f, 3e38f, 3e38f), 4, 0);
@@ -263,7 +257,7 @@ static void test_huge_bounds(void **state)
 static void test_default_bound(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     /* From element_size: twice the typical width; past it, level 1. */
     qg_config c = qg_default_config(QG_POINT_GRID);
     c.element_size = 4;
@@ -292,7 +286,7 @@ static void test_default_bound(void **state)
 static void test_exact_at_rounding(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     const float ox = 3.0e6f, oy = -7.5e5f, bound = 0.75f;
     tu_alloc a;
     tu_alloc_init(&a);
@@ -341,7 +335,7 @@ static void test_exact_at_rounding(void **state)
 static void test_memory_per_element(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     const int n = 100000;
@@ -392,7 +386,7 @@ static void sum_visit(qg_rect cell, int depth, int32_t elements, void *user)
 static void test_visit_and_moves(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(-500, -500, 500, 500), 16, 40);
@@ -522,7 +516,7 @@ static void snapshot_run(uint64_t seed, double teleports, double removals)
 static void test_snapshot_states(void **state)
 {
     (void)state;
-    skip_unavailable();
+    tu_skip_unless_built(QG_POINT_GRID);
     snapshot_run(23, 0.03, 0.01); /* every cleanup re-sorts */
     snapshot_run(29, 0.002, 0.0); /* most cleanups refresh in place */
     snapshot_run(31, 0.0, 0.0);   /* moves within the margins only */
@@ -541,7 +535,5 @@ int main(void)
         cmocka_unit_test(test_visit_and_moves),
         cmocka_unit_test(test_snapshot_states),
     };
-    if (!qg_kind_available(QG_POINT_GRID))
-        return 77;
-    return cmocka_run_group_tests_name("point_grid_invariants", tests, NULL, NULL) ? 1 : 0;
+    return tu_run_own_tests("point_grid_invariants", QG_POINT_GRID, tests);
 }
