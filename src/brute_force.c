@@ -94,20 +94,4 @@ static qg_status brute_force_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_brute_force_class = {
-    .kind = QG_BRUTE_FORCE,
-    .size = sizeof(qg_index),
-    .configure = brute_force_configure,
-    .init = brute_force_init,
-    .destroy = brute_force_destroy,
-    .insert = brute_force_insert,
-    .remove = brute_force_remove,
-    .move = brute_force_move,
-    .cleanup = brute_force_cleanup,
-    .clear = brute_force_clear,
-    .query = brute_force_query,
-    .pairs = brute_force_pairs,
-    .stats = brute_force_stats,
-    .visit = brute_force_visit,
-    .validate = brute_force_validate,
-};
+QG_KIND_CLASS(brute_force, QG_BRUTE_FORCE, qg_index);

@@ -614,20 +614,4 @@ static qg_status bucket_quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_bucket_quadtree_class = {
-    .kind = QG_BUCKET_QUADTREE,
-    .size = sizeof(bucket_quadtree),
-    .configure = bucket_quadtree_configure,
-    .init = bucket_quadtree_init,
-    .destroy = bucket_quadtree_destroy,
-    .insert = bucket_quadtree_insert,
-    .remove = bucket_quadtree_remove,
-    .move = bucket_quadtree_move,
-    .cleanup = bucket_quadtree_cleanup,
-    .clear = bucket_quadtree_clear,
-    .query = bucket_quadtree_query,
-    .pairs = bucket_quadtree_pairs,
-    .stats = bucket_quadtree_stats,
-    .visit = bucket_quadtree_visit,
-    .validate = bucket_quadtree_validate,
-};
+QG_KIND_CLASS(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree);

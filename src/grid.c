@@ -98,20 +98,4 @@ static qg_status grid_validate(const qg_index *index, size_t *bytes)
     return gr_validate(&((const grid *)index)->g, index, bytes) ? QG_OK : QG_ERR_INVALID;
 }
 
-const qg_kind_class qg_grid_class = {
-    .kind = QG_GRID,
-    .size = sizeof(grid),
-    .configure = grid_configure,
-    .init = grid_init,
-    .destroy = grid_destroy,
-    .insert = grid_insert,
-    .remove = grid_remove,
-    .move = grid_move,
-    .cleanup = grid_cleanup,
-    .clear = grid_clear,
-    .query = grid_query,
-    .pairs = grid_pairs,
-    .stats = grid_stats,
-    .visit = grid_visit,
-    .validate = grid_validate,
-};
+QG_KIND_CLASS(grid, QG_GRID, grid);

@@ -68,6 +68,29 @@ struct qg_kind_class {
     qg_status (*validate)(const qg_index *index, size_t *bytes);
 };
 
+/// Defines the table of a kind whose struct is `type` and whose functions
+/// are all named `prefix_<member>` (quadtree_insert, ...): each kind's file
+/// ends with one line instead of the same fifteen-line table written out
+/// again. The table is `qg_<prefix>_class`.
+#define QG_KIND_CLASS(prefix, KIND, type)                                                            \
+    const qg_kind_class qg_##prefix##_class = {                                                     \
+        .kind = (KIND),                                                                              \
+        .size = sizeof(type),                                                                        \
+        .configure = prefix##_configure,                                                             \
+        .init = prefix##_init,                                                                       \
+        .destroy = prefix##_destroy,                                                                 \
+        .insert = prefix##_insert,                                                                   \
+        .remove = prefix##_remove,                                                                   \
+        .move = prefix##_move,                                                                       \
+        .cleanup = prefix##_cleanup,                                                                 \
+        .clear = prefix##_clear,                                                                     \
+        .query = prefix##_query,                                                                     \
+        .pairs = prefix##_pairs,                                                                     \
+        .stats = prefix##_stats,                                                                     \
+        .visit = prefix##_visit,                                                                     \
+        .validate = prefix##_validate,                                                               \
+    }
+
 /// One table per kind, each the only symbol its file exports. index.c lists
 /// the ones that are built.
 extern const qg_kind_class qg_quadtree_class;

@@ -537,20 +537,4 @@ static qg_status level_quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_level_quadtree_class = {
-    .kind = QG_LEVEL_QUADTREE,
-    .size = sizeof(level_quadtree),
-    .configure = level_quadtree_configure,
-    .init = level_quadtree_init,
-    .destroy = level_quadtree_destroy,
-    .insert = level_quadtree_insert,
-    .remove = level_quadtree_remove,
-    .move = level_quadtree_move,
-    .cleanup = level_quadtree_cleanup,
-    .clear = level_quadtree_clear,
-    .query = level_quadtree_query,
-    .pairs = level_quadtree_pairs,
-    .stats = level_quadtree_stats,
-    .visit = level_quadtree_visit,
-    .validate = level_quadtree_validate,
-};
+QG_KIND_CLASS(level_quadtree, QG_LEVEL_QUADTREE, level_quadtree);

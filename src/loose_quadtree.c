@@ -714,20 +714,4 @@ static qg_status loose_quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_loose_quadtree_class = {
-    .kind = QG_LOOSE_QUADTREE,
-    .size = sizeof(loose_quadtree),
-    .configure = loose_quadtree_configure,
-    .init = loose_quadtree_init,
-    .destroy = loose_quadtree_destroy,
-    .insert = loose_quadtree_insert,
-    .remove = loose_quadtree_remove,
-    .move = loose_quadtree_move,
-    .cleanup = loose_quadtree_cleanup,
-    .clear = loose_quadtree_clear,
-    .query = loose_quadtree_query,
-    .pairs = loose_quadtree_pairs,
-    .stats = loose_quadtree_stats,
-    .visit = loose_quadtree_visit,
-    .validate = loose_quadtree_validate,
-};
+QG_KIND_CLASS(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree);

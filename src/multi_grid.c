@@ -307,20 +307,4 @@ static qg_status multi_grid_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_multi_grid_class = {
-    .kind = QG_MULTI_GRID,
-    .size = sizeof(multi_grid),
-    .configure = multi_grid_configure,
-    .init = multi_grid_init,
-    .destroy = multi_grid_destroy,
-    .insert = multi_grid_insert,
-    .remove = multi_grid_remove,
-    .move = multi_grid_move,
-    .cleanup = multi_grid_cleanup,
-    .clear = multi_grid_clear,
-    .query = multi_grid_query,
-    .pairs = multi_grid_pairs,
-    .stats = multi_grid_stats,
-    .visit = multi_grid_visit,
-    .validate = multi_grid_validate,
-};
+QG_KIND_CLASS(multi_grid, QG_MULTI_GRID, multi_grid);

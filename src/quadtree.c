@@ -822,20 +822,4 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_quadtree_class = {
-    .kind = QG_QUADTREE,
-    .size = sizeof(quadtree),
-    .configure = quadtree_configure,
-    .init = quadtree_init,
-    .destroy = quadtree_destroy,
-    .insert = quadtree_insert,
-    .remove = quadtree_remove,
-    .move = quadtree_move,
-    .cleanup = quadtree_cleanup,
-    .clear = quadtree_clear,
-    .query = quadtree_query,
-    .pairs = quadtree_pairs,
-    .stats = quadtree_stats,
-    .visit = quadtree_visit,
-    .validate = quadtree_validate,
-};
+QG_KIND_CLASS(quadtree, QG_QUADTREE, quadtree);

@@ -547,21 +547,11 @@ static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_loose_grid_class = {
-    .kind = QG_LOOSE_GRID,
-    .size = sizeof(loose_grid),
-    .configure = loose_grid_configure,
-    .init = loose_grid_init,
-    .destroy = loose_grid_destroy,
-    .insert = loose_grid_insert,
-    .remove = loose_grid_remove,
-    .move = loose_grid_move,
-    .cleanup = loose_grid_cleanup,
-    .clear = loose_grid_clear,
-    .query = loose_grid_query,
-    .pairs = qg_lg_pairs,
-    .stats = loose_grid_stats,
-    .visit = loose_grid_visit,
-    .validate = loose_grid_validate,
-};
+/// qg_pairs: the search lives in pairs.c.
+static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    qg_lg_pairs(index, fn, user, stats);
+}
+
+QG_KIND_CLASS(loose_grid, QG_LOOSE_GRID, loose_grid);
 

@@ -590,21 +590,11 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-const qg_kind_class qg_point_grid_class = {
-    .kind = QG_POINT_GRID,
-    .size = sizeof(point_grid),
-    .configure = point_grid_configure,
-    .init = point_grid_init,
-    .destroy = point_grid_destroy,
-    .insert = point_grid_insert,
-    .remove = point_grid_remove,
-    .move = point_grid_move,
-    .cleanup = point_grid_cleanup,
-    .clear = point_grid_clear,
-    .query = point_grid_query,
-    .pairs = qg_pg_pairs,
-    .stats = point_grid_stats,
-    .visit = point_grid_visit,
-    .validate = point_grid_validate,
-};
+/// qg_pairs: the search lives in pairs.c.
+static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    qg_pg_pairs(index, fn, user, stats);
+}
+
+QG_KIND_CLASS(point_grid, QG_POINT_GRID, point_grid);
 
