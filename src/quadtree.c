@@ -364,9 +364,8 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip,
 /// the element being inserted) when the population doubled, so a tree built
 /// by inserts alone, then asked for pairs, is fitted and fully split even
 /// when the tree it replaces was a pile that held few nodes.
-static bool qt_refit(quadtree *qt, qg_handle skip, bool grow)
+static bool qt_refit(quadtree *qt, qg_handle skip, bool grow, int64_t n)
 {
-    const int64_t n = qt->base.count;
     if (!qg_tree_scan_due(&qt->world, n))
         return false;
     qg_rect world;
@@ -418,13 +417,23 @@ static void quadtree_destroy(qg_index *index)
     qg_array_free(&index->alloc, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t));
 }
 
+/// The upkeep an insert or move leaves for after its own work succeeded, so
+/// that a call failing with QG_ERR_NOMEM finds the tree (and the bytes it
+/// holds) exactly as it was: the splits a re-fit in qg_cleanup could not
+/// make (they allocate through their own transactions; a failure only
+/// leaves a leaf fuller), and the re-fit an insert makes when the
+/// population (`count`, the new element included) doubled.
+static void qt_upkeep(quadtree *qt, int64_t count)
+{
+    if (qt->resplit)
+        qt_resplit(qt);
+    if (qg_tree_grown(&qt->world, count))
+        qt_refit(qt, -1, true, count);
+}
+
 static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
-    if (qt->resplit)
-        qt_resplit(qt);
-    if (qg_tree_grown(&qt->world, index->count))
-        qt_refit(qt, h, true);
     const qt_ibox b = qt_map_box(qt, box);
     const qt_cell from = qt_descend(qt, qt_root, b);
     qt_iter it;
@@ -449,6 +458,7 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     qg_tree_note(&qt->world, box);
     if (overfull)
         qt_split_leaves(qt, from, b);
+    qt_upkeep(qt, index->count + 1);
     return QG_OK;
 }
 
@@ -519,22 +529,25 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
 static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
-    if (qt->resplit)
-        qt_resplit(qt);
-    qg_tree_note(&qt->world, box);
     const qt_ibox nb = qt_map_box(qt, box);
     const qt_ibox ob = qt_map_box(qt, index->boxes[h]);
     if (qt_same_cells(ob, nb, qt->depths[h])) {
         index->boxes[h] = box; // same leaves: no node changes
-        return QG_OK;
+    } else {
+        const qg_status s = qt_move_slow(qt, txn, h, box, ob, nb);
+        if (s != QG_OK)
+            return s;
     }
-    return qt_move_slow(qt, txn, h, box, ob, nb);
+    qg_tree_note(&qt->world, box);
+    if (qt->resplit)
+        qt_resplit(qt); // after the move succeeded: see qt_upkeep
+    return QG_OK;
 }
 
 static void quadtree_cleanup(qg_index *index)
 {
     quadtree *qt = (quadtree *)index;
-    if (qt_refit(qt, -1, false))
+    if (qt_refit(qt, -1, false, index->count))
         return; // a fresh tree: nothing to collapse
     if (qt->nodes[0].count != -1)
         return;

@@ -555,6 +555,7 @@ void tu_hint_refit_oom(qg_kind kind)
             memset(&before, 0, sizeof before);
             memset(&after, 0, sizeof after);
             tu_snapshot_take(ix, live, &before);
+            const size_t bytes_before = qg_get_stats(ix).memory_bytes;
             qg_status st;
             if (step < 600 || tu_rng_chance(&r, 0.3)) {
                 const qg_handle h = qg_insert(ix, scene_box(&r, s));
@@ -564,16 +565,21 @@ void tu_hint_refit_oom(qg_kind kind)
             } else {
                 st = qg_move(ix, (qg_handle)tu_rng_below(&r, (uint32_t)live), scene_box(&r, s));
             }
-            if (step % 100 == 99)
-                qg_cleanup(ix); /* re-fits, never allocates */
             if (st != QG_OK) {
+                /* Exactly as it was: the same answers and the same bytes
+                 * (no split or re-fit kept from before the failure). */
                 assert_int_equal(st, QG_ERR_NOMEM);
+                if (qg_get_stats(ix).memory_bytes != bytes_before)
+                    fail_msg("fail_at %ld step %d: %zu bytes after a failed call, %zu before", fail_at, step,
+                             qg_get_stats(ix).memory_bytes, bytes_before);
                 tu_snapshot_take(ix, live, &after);
                 char msg[256];
                 if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
                     fail_msg("fail_at %ld step %d: %s", fail_at, step, msg);
                 tu_snapshot_free(&after);
             }
+            if (step % 100 == 99)
+                qg_cleanup(ix); /* re-fits, never allocates */
             tu_snapshot_free(&before);
             assert_int_equal(qg_validate(ix), QG_OK);
             assert_int_equal(qg_get_stats(ix).memory_bytes, a.bytes);
