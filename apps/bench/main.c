@@ -621,6 +621,8 @@ static int run_insert(const options *o, const bench_peer *p) {
 
 /* The bar of issue 11: a frame in at most this many sort-and-sweep frames. */
 #define SCENE_BAR 3.0
+/* Smallest n the bar is judged at (see the verdict in run_scenes). */
+#define SCENE_BAR_MIN_N 10000
 
 /* What one implementation did in one scene. */
 typedef struct scene_result {
@@ -915,7 +917,15 @@ static int run_scenes(const options *o, const bench_peer *impls, int impl_count)
                                qgw_scene_name((qgw_scene_id)id));
             if (len > 0 && (size_t)len < sizeof scenes - sl) sl += (size_t)len;
         }
-    const char *verdict = in_bar_count == 0 ? "NO KIND HELD TO IT RAN" : met ? "MET" : "NOT MET";
+    /* The bar is about scenes of tens of thousands of boxes and more (the
+     * README's table runs 100,000). Below SCENE_BAR_MIN_N the frames last
+     * microseconds and a kind's fixed per-frame work (walking its cells)
+     * weighs against a sort of a few thousand keys: such a run checks
+     * answers, and the ratios are printed, not judged. */
+    const char *verdict = o->n < SCENE_BAR_MIN_N   ? "NOT JUDGED (n below 10000: answers only)"
+                          : in_bar_count == 0 ? "NO KIND HELD TO IT RAN"
+                          : met               ? "MET"
+                                              : "NOT MET";
     if (o->format == OUT_JSON) {
         printf("{\"workload\":\"scenes_verdict\",\"bar\":%.1f,\"n\":%d,\"scenes\":\"%s\","
                "\"verdict\":\"%s\",\"over\":\"%s\"}\n",
