@@ -254,6 +254,48 @@ static void test_huge_bounds(void **state)
     assert_int_equal(a.bytes, 0);
 }
 
+/* Found by the fuzzer: a world 1e-30 wide (cells about 2e-32) whose
+ * elements sit near 1e38, where double cannot tell the fitted world's ends
+ * apart; the re-fit's crowding estimate divided by a zero extent (NaN cells,
+ * undefined behaviour). Coincident and near boxes out there, exact answers,
+ * qg_validate after each cleanup (run under UBSan in CI). */
+static void test_refit_far_from_tiny_world(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(QG_POINT_GRID);
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, tu_rect(0, 0, 1e-30f, 1e-30f), 0, 0);
+    enum { N = 300 };
+    qg_rect boxes[N];
+    for (int i = 0; i < N; i++) {
+        /* Coincident first (the fitted world has no width in double), then
+         * a second spot a float step away. */
+        const float x = i < N / 2 ? 1e38f : nextafterf(1e38f, 0.0f), y = 1e38f;
+        boxes[i] = tu_rect(x, y, x, y);
+        assert_int_equal(qg_insert(idx, boxes[i]), i);
+        if (i % 50 == 49) {
+            qg_cleanup(idx);
+            assert_int_equal(qg_validate(idx), QG_OK);
+        }
+    }
+    qg_cleanup(idx);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    long want = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            want += tu_overlap(boxes[i], boxes[j]);
+    assert_int_equal(pair_count(idx), want);
+    const qg_rect area = tu_rect(1e38f, 1e38f, 1e38f, 1e38f);
+    long hits = 0;
+    for (int i = 0; i < N; i++)
+        hits += tu_overlap(boxes[i], area);
+    assert_true(hits > 0);
+    assert_int_equal(query_count(idx, area), hits);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
 static void test_default_bound(void **state)
 {
     (void)state;
@@ -529,6 +571,7 @@ int main(void)
         cmocka_unit_test(test_levels_random),
         cmocka_unit_test(test_wide_cross),
         cmocka_unit_test(test_huge_bounds),
+        cmocka_unit_test(test_refit_far_from_tiny_world),
         cmocka_unit_test(test_default_bound),
         cmocka_unit_test(test_exact_at_rounding),
         cmocka_unit_test(test_memory_per_element),

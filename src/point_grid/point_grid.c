@@ -317,9 +317,10 @@ static void point_grid_cleanup(qg_index *index)
                     L->count + pg_tail_room(L->count) + PG_PAD);
             pg_trim(&index->alloc, (void **)&L->sq, &L->sq_capacity, sizeof(uint16_t), L->order_capacity);
         }
-        // Cells a re-fit left unused (a world that shrank to its elements).
+        // Cells a re-fit left unused (a world that shrank to its elements),
+        // or the overshoot of the starts' growth while the level grew.
         const int32_t cells = L->cols * L->rows;
-        if (steady && L->start_capacity > 2 * (cells + 1) + 1024 && L->want_cells == 0) {
+        if (steady && L->start_capacity > (cells + 1) + (cells + 1) / 8 + 1024 && L->want_cells == 0) {
             pg_trim(&index->alloc, (void **)&L->start, &L->start_capacity, sizeof(int32_t), cells + 1);
             pg_trim(&index->alloc, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t), L->rows);
         }

@@ -125,7 +125,7 @@
 /// At most this many cells in all (16 MiB of starts).
 #define PG_MAX_CELLS (1 << 22)
 /// At most this many cells when a level is made (qg_pg_level_init).
-#define PG_START_CELLS (1 << 16)
+#define PG_START_CELLS (1 << 12)
 /// hb: home column mod 4 in bits 0-1, home row mod 4 in bits 2-3, the level
 /// in bits 4-6 (PG_HB_NONE: no level, a free handle), the tail flag.
 #define PG_HB_HOME 0x0Fu

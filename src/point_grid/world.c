@@ -128,8 +128,9 @@ static int64_t pg_crowding(const float *xs, const float *ys, int32_t n, pg_world
     const double fx = (double)w.cols / w.ex, fy = (double)w.rows / w.ey;
     for (int32_t i = 0; i < n; ++i) {
         double cx = floor(((double)xs[i] - w.x0) * fx), cy = floor(((double)ys[i] - w.y0) * fy);
-        cx = cx < 0 ? 0 : cx >= w.cols ? w.cols - 1 : cx;
-        cy = cy < 0 ? 0 : cy >= w.rows ? w.rows - 1 : cy;
+        // !(v >= 0) also takes NaN (0 times infinity) to cell 0.
+        cx = !(cx >= 0) ? 0 : cx >= w.cols ? w.cols - 1 : cx;
+        cy = !(cy >= 0) ? 0 : cy >= w.rows ? w.rows - 1 : cy;
         scratch[i] = (int32_t)cy * w.cols + (int32_t)cx;
     }
     qsort(scratch, (size_t)n, sizeof *scratch, pg_cmp_int);
@@ -200,6 +201,10 @@ static void pg_fit_range(float *v, int32_t n, double least, double *lo, double *
     const double a = v[cut], b = v[n - 1 - cut], w = b - a;
     *lo = a - w / 8 > (double)v[0] ? a - w / 8 : (double)v[0];
     *hi = b + w / 8 < (double)v[n - 1] ? b + w / 8 : (double)v[n - 1];
+    // At least a cell, and at least what double resolves this far out (a
+    // world of cells 1e-32 wide around points at 1e38 would be empty).
+    const double far = fabs(*lo) > fabs(*hi) ? fabs(*lo) : fabs(*hi);
+    least = least > far * 0x1p-40 ? least : far * 0x1p-40;
     if (*hi - *lo < least) {
         const double mid = (*lo + *hi) / 2;
         *lo = mid - least / 2;
