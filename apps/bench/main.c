@@ -21,7 +21,7 @@
 /* ------------------------------------------------------------------------ */
 /* Options                                                                  */
 
-typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES } workload;
+typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT } workload;
 typedef enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV } out_format;
 
 typedef struct options {
@@ -49,7 +49,7 @@ enum { QUADRATIC_LIMIT = 20000 };
 #define LARGEST_WIDTH 8.0f
 
 static const char *workload_name(workload w) {
-    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes"};
+    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift"};
     return names[w];
 }
 
@@ -1002,6 +1002,8 @@ static void usage(FILE *f) {
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
           "  check    test the sort-and-sweep reference against plain loops\n"
+          "  drift    agents medians fresh, aged (--age F, default 300) and rebuilt, and\n"
+          "           the index's bytes at each, per kind (issue 17)\n"
           "options:\n"
           "  --kind K[,K...]|all  quadgrid kinds and peers (default all; --list shows them)\n"
           "  --n N                elements (agents/mixed/sparse/scenes 100000, static/insert 1000000)\n"
@@ -1052,8 +1054,97 @@ static bool all_selected(const options *o) {
 
 /* Runs one implementation; `from_all` applies the size limit of quadratic
  * implementations. */
+/* ------------------------------------------------------------------------ */
+/* drift                                                                    */
+
+/* Runs `frames` frames of `agents` on impl; each frame's ns in tot. */
+static int drift_frames(const bench_peer *p, bench_impl *impl, qgw_agents *a, int32_t frames, uint64_t *tot,
+                        qgw_sum *sum) {
+    for (int32_t f = 0; f < frames; f++) {
+        uint64_t t0 = qgw_now_ns();
+        qgw_agents_move(a);
+        if (!p->vt->update(impl, a->boxes, a->n)) return impl_failed(p, impl, "update");
+        *sum = (qgw_sum){0, 0};
+        if (!p->vt->pairs(impl, qgw_sum_pair, sum)) return impl_failed(p, impl, "pairs");
+        if (tot) tot[f] = qgw_now_ns() - t0;
+    }
+    return 0;
+}
+
+/* How a layout ages (issue 17): `agents` frames measured fresh (after the
+ * build and the warm-up), aged (after --age more frames, default 300), and
+ * rebuilt (the same boxes inserted into a new index, which then gets the
+ * same warm-up). A kind whose aged figure drifts above its fresh and rebuilt
+ * ones loses speed to its layout, not to the scene. */
+static int run_drift(const options *o, const bench_peer *p) {
+    qgw_agents a;
+    if (!qgw_agents_init(&a, o->n)) return note("out of memory for %d agents", o->n), 1;
+    const int32_t f = o->frames, age = o->age > 0 ? o->age : 300;
+    uint64_t *tot = calloc((size_t)f, sizeof *tot);
+    bench_impl *impl = NULL;
+    bench_setup setup = o->tune;
+    setup.bounds = qgw_agents_bounds(&a);
+    setup.n = a.n;
+    qgw_sum sum = {0, 0};
+    double ms[3] = {0, 0, 0};
+    size_t bytes[3] = {0, 0, 0};
+    int rc = 0;
+    if (!tot) {
+        rc = 1;
+        note("out of memory");
+        goto out;
+    }
+    for (int phase = 0; phase < 3 && rc == 0; phase++) {
+        if (phase != 1) {
+            /* A new index from the boxes as they are (fresh: frame 0). */
+            if (impl) p->vt->destroy(impl), impl = NULL;
+            mem_probe mem = mem_begin();
+            if (!p->vt->create(&impl, &setup, p->arg)) {
+                rc = impl_failed(p, impl, "create");
+                break;
+            }
+            if (!p->vt->build(impl, a.boxes, a.n, false)) {
+                rc = impl_failed(p, impl, "build");
+                break;
+            }
+            rc = drift_frames(p, impl, &a, WARMUP_FRAMES, NULL, &sum);
+            if (rc == 0) rc = drift_frames(p, impl, &a, f, tot, &sum);
+            ms[phase] = median_ms(tot, f);
+            bytes[phase] = mem_index_bytes(&mem, p, impl);
+        } else {
+            mem_probe mem = mem_begin();
+            rc = drift_frames(p, impl, &a, age, NULL, &sum);
+            if (rc == 0) rc = drift_frames(p, impl, &a, f, tot, &sum);
+            ms[1] = median_ms(tot, f);
+            bytes[1] = mem_index_bytes(&mem, p, impl);
+        }
+    }
+    if (rc == 0) {
+        field fs[] = {
+            FS("workload", "drift"),
+            FS("kind", p->name),
+            FI("n", a.n),
+            FI("frames", f),
+            FI("age", age),
+            FD("fresh_ms", ms[0]),
+            FD("aged_ms", ms[1]),
+            FD("aged_ratio", ms[0] > 0 ? ms[1] / ms[0] : 0),
+            FD("rebuilt_ms", ms[2]),
+            FI("fresh_bytes", bytes[0]),
+            FI("aged_bytes", bytes[1]),
+            FI("rebuilt_bytes", bytes[2]),
+        };
+        emit(o, fs, (int)(sizeof fs / sizeof fs[0]));
+    }
+out:
+    if (impl) p->vt->destroy(impl);
+    free(tot);
+    qgw_agents_free(&a);
+    return rc;
+}
+
 static int run_one(const options *o, const bench_peer *p, bool from_all) {
-    bool limited = o->wl == W_AGENTS || o->wl == W_MIXED || o->wl == W_STATIC;
+    bool limited = o->wl == W_AGENTS || o->wl == W_MIXED || o->wl == W_STATIC || o->wl == W_DRIFT;
     if (from_all && p->quadratic && limited && o->n > QUADRATIC_LIMIT) {
         note("skipping %s: O(n^2) above n=%d (ask for it with --kind %s)", p->name, QUADRATIC_LIMIT,
              p->name);
@@ -1065,6 +1156,7 @@ static int run_one(const options *o, const bench_peer *p, bool from_all) {
     case W_STATIC:
     case W_SPARSE: return run_queries(o, p);
     case W_INSERT: return run_insert(o, p);
+    case W_DRIFT: return run_drift(o, p);
     case W_CHECK:
     case W_SCENES: break;
     }
@@ -1213,6 +1305,7 @@ int main(int argc, char **argv) {
     if (strcmp(wl, "agents") == 0) o.wl = W_AGENTS;
     else if (strcmp(wl, "mixed") == 0) o.wl = W_MIXED;
     else if (strcmp(wl, "scenes") == 0) o.wl = W_SCENES;
+    else if (strcmp(wl, "drift") == 0) o.wl = W_DRIFT;
     else if (strcmp(wl, "static") == 0) o.wl = W_STATIC;
     else if (strcmp(wl, "sparse") == 0) o.wl = W_SPARSE;
     else if (strcmp(wl, "insert") == 0) o.wl = W_INSERT;
@@ -1280,8 +1373,8 @@ int main(int argc, char **argv) {
         if (!have_frames) o.frames = 10;
         return run_check(&o);
     }
-    if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED) {
-        note("--age is an option of the agents and mixed workloads");
+    if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED && o.wl != W_DRIFT) {
+        note("--age is an option of the agents, mixed and drift workloads");
         return 2;
     }
     if ((have_scene || have_budget) && o.wl != W_SCENES) {
@@ -1310,6 +1403,7 @@ int main(int argc, char **argv) {
         return run_scenes(&o, impls, impl_count);
     }
 
+    if (o.wl == W_DRIFT && !have_frames) o.frames = 20;
     int rc = 0;
     if (all_selected(&o)) {
         for (int k = 0; k < QG_KIND_COUNT; k++) {
