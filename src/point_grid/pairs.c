@@ -133,13 +133,8 @@ static bool pg_cross(const pg_level *L, bool wide, pg_batch *bt, qg_handle b, qg
                 const int32_t ahx = p.x + (int32_t)(z & 15) * ux, ahy = p.y + (int32_t)(z >> 4) * uy;
                 if ((p.x > bh.x) | (p.y > bh.y) | (ahx < bl.x) | (ahy < bl.y))
                     continue;
-                if ((p.x < bh.x) & (p.y < bh.y) & (bl.x + ux <= ahx) & (bl.y + uy <= ahy)) {
-                    bt->tested++;
-                    if (!qg_report_pair(fn, user, a, b))
-                        return false;
-                } else if (!pg_candidate(bt, a, b, fn, user)) {
+                if (!pg_hit(bt, a, b, (p.x < bh.x) & (p.y < bh.y) & (bl.x + ux <= ahx) & (bl.y + uy <= ahy), fn, user))
                     return false;
-                }
             }
         }
     }

@@ -50,13 +50,10 @@ static bool pg_wide_hits(const pg_level *Lv, pg_batch *bt, const pg_lanes *L, in
         // reading them (a mapped value strictly below another comes from a
         // strictly smaller float, the mapping being monotonic). Four
         // candidates in five at the agents workload.
-        if ((L->lx[i] + ux1 <= ahx) & (alx + ux1 <= L->lxh[i]) & (L->ly[i] + uy1 <= ahy) & (aly + uy1 <= L->lyh[i])) {
-            bt->tested++;
-            if (!qg_report_pair(fn, user, a, b))
-                return false;
-        } else if (!pg_candidate(bt, a, b, fn, user)) {
+        const bool sure =
+            (L->lx[i] + ux1 <= ahx) & (alx + ux1 <= L->lxh[i]) & (L->ly[i] + uy1 <= ahy) & (aly + uy1 <= L->lyh[i]);
+        if (!pg_hit(bt, a, b, sure, fn, user))
             return false;
-        }
     }
     return true;
 }
@@ -257,13 +254,8 @@ __attribute__((target("avx2"))) bool qg_pg_cross_row_wide(const pg_level *L, pg_
             const qg_handle a = pg_order(L, t + i);
             if (a < 0)
                 continue;
-            if (!(doubt >> (2 * i) & 1u)) {
-                bt->tested++;
-                if (!qg_report_pair(fn, user, a, b))
-                    return false;
-            } else if (!pg_candidate(bt, a, b, fn, user)) {
+            if (!pg_hit(bt, a, b, !(doubt >> (2 * i) & 1u), fn, user))
                 return false;
-            }
         }
     }
     return true;

@@ -451,6 +451,17 @@ static inline bool pg_candidate(pg_batch *bt, qg_handle a, qg_handle b, qg_pair_
     return bt->head - bt->tail < PG_DELAY || pg_test_oldest(bt, fn, user);
 }
 
+/// A pair the pair kernels found: reported at once when `sure` (the size
+/// bytes proved the overlap without reading a box), otherwise queued for the
+/// exact test. False when the callback asked to stop.
+static inline bool pg_hit(pg_batch *bt, qg_handle a, qg_handle b, bool sure, qg_pair_fn *fn, void *user)
+{
+    if (!sure)
+        return pg_candidate(bt, a, b, fn, user);
+    bt->tested++;
+    return qg_report_pair(fn, user, a, b);
+}
+
 
 /* ---- what the files of the kind share ----------------------------------- */
 
