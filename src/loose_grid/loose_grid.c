@@ -331,12 +331,7 @@ static void loose_grid_cleanup(qg_index *index)
     loose_grid *g = (loose_grid *)index;
     g->epoch = (g->epoch + 1) % LG_EPOCHS;
     const int32_t n = qg_lg_collect(g);
-    qg_lg_sort(g, n);
-    g->packed = n;
-    g->item_high = n;
-    g->free_item = -1;
-    g->fresh = true;
-    qg_lg_relink(g);
+    qg_lg_refile(g, n);
     qg_lg_trim_steady(g);
     // A re-fit allocates, so cleanup only looks for crowding (a sample of
     // LG_CROWD_SAMPLE items) and leaves the re-fit to the next insert or

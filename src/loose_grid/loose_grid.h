@@ -15,7 +15,7 @@
 // - qg_cleanup is the only place boxes shrink. It writes the item nodes out
 //   in loose-cell order with their current boxes (each cell's list becomes
 //   a contiguous run), sets every loose box to its elements' boxes plus the
-//   margin, and rebuilds the tight cells' lists to match (qg_lg_relink). The
+//   margin, and rebuilds the tight cells' lists to match (lg_relink in world.c). The
 //   reorder is an in-place counting sort (American flag): the order of the
 //   last cleanup is nearly right, so it only shuffles items over short
 //   distances. Where the margin would carry a box into a tight cell it was
@@ -290,10 +290,9 @@ qg_status qg_lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handle oh
 int32_t qg_lg_take_item(loose_grid *g);
 int32_t qg_lg_side(double extent, double cell);
 void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t lcols, int32_t lrows);
-void qg_lg_relink(loose_grid *g);
 void qg_lg_trim_steady(loose_grid *g);
 int32_t qg_lg_collect(loose_grid *g);
-void qg_lg_sort(loose_grid *g, int32_t n);
+void qg_lg_refile(loose_grid *g, int32_t n);
 bool qg_lg_crowded(const loose_grid *g, int32_t n);
 void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);
 

@@ -13,7 +13,7 @@
 /// stream them instead of chasing links that months of frees and takes have
 /// scattered over the pool. Needs no more links than the pool holds live,
 /// as long as no loose range grew since the links were made.
-void qg_lg_relink(loose_grid *g)
+static void lg_relink(loose_grid *g)
 {
     const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
     int32_t *tight = g->tight; // counts, then segment ends, then starts
@@ -134,7 +134,7 @@ static void lg_clip(loose_grid *g, lg_loose *fit, const lg_loose *old, const lg_
 /// sort: each bucket's next unsorted slot is `count`), and then, cell by
 /// cell while its run is in cache, the run's list, the loose box of its
 /// fattened boxes, and the run's start. Leaves `count` zeroed.
-void qg_lg_sort(loose_grid *g, int32_t n)
+static void lg_sort(loose_grid *g, int32_t n)
 {
     const int32_t nl = g->lcols * g->lrows;
     lg_item *items = g->items;
@@ -193,6 +193,18 @@ void qg_lg_sort(loose_grid *g, int32_t n)
             lg_clip(g, &fit, lc, items, s0, end);
         *lc = fit;
     }
+}
+
+/// Lays the n collected items out in loose-cell order and rebuilds the
+/// tight cells' lists: the end of qg_cleanup's pass and of a re-fit.
+void qg_lg_refile(loose_grid *g, int32_t n)
+{
+    lg_sort(g, n);
+    g->packed = n;
+    g->item_high = n;
+    g->free_item = -1;
+    g->fresh = true;
+    lg_relink(g);
 }
 
 /// The k-th smallest of a[0, n) (quickselect; the values are finite).
@@ -463,13 +475,7 @@ qg_status qg_lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handle oh
     else
         index->boxes[oh] = obox;
     g->epoch = (g->epoch + 1) % LG_EPOCHS;
-    const int32_t n = lg_collect_refit(g);
-    qg_lg_sort(g, n);
-    g->packed = n;
-    g->item_high = n;
-    g->free_item = -1;
-    g->fresh = true;
-    qg_lg_relink(g);
+    qg_lg_refile(g, lg_collect_refit(g));
     return QG_OK;
 }
 
