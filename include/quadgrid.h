@@ -241,6 +241,85 @@ QG_API bool qg_kind_available(qg_kind kind);
 /// walks everything, so it is slow.
 QG_API qg_status qg_validate(const qg_index *index);
 
+/* ---- Several cores ------------------------------------------------------
+ *
+ * quadgrid never creates threads behind your back: it splits its work into
+ * tasks and hands them to the job system you pass in a qg_jobs (the
+ * convention of Box2D v3's task callbacks). Without a job system of your
+ * own, qg_thread_pool is a ready one.
+ *
+ * Thread rules for the calls below: qg_pairs_parallel is const (it may run
+ * beside other const calls on the same index, like qg_pairs); qg_move_many
+ * and qg_cleanup_parallel change the index, so nothing else may use that
+ * index while they run. Callbacks run on the job system's threads: a pair
+ * callback gets the user pointer of its part and nothing else touches that
+ * pointer during the call, so it needs no locks; it must not change the
+ * index. Distinct indexes are independent: calls on them may run at once. */
+
+/// A task over the items [begin, end) run on the job system's worker
+/// `worker` (0 <= worker < worker_count; two ranges that run at the same time
+/// have different workers).
+typedef void qg_task_fn(int32_t begin, int32_t end, int32_t worker, void *context);
+
+/// Runs `task` over the items [0, count), split into disjoint ranges that
+/// together cover every item once, on the job system's workers, and returns
+/// when every range is done. `user` is qg_jobs.user.
+typedef void qg_run_fn(qg_task_fn *task, int32_t count, void *context, void *user);
+
+/// An application's job system, as quadgrid sees it.
+typedef struct qg_jobs {
+    /// How many workers `run` may use at once (>= 1): quadgrid splits a
+    /// parallel call into this many parts.
+    int32_t worker_count;
+    qg_run_fn *run;
+    void *user;
+} qg_jobs;
+
+/// A ready job system: `workers` threads in all, the calling thread being
+/// one of them (workers - 1 are created here and reused by every call until
+/// qg_thread_pool_destroy). QG_ERR_INVALID for workers < 1 or > 256;
+/// QG_ERR_NOMEM when a thread or its memory cannot be had.
+typedef struct qg_thread_pool qg_thread_pool;
+QG_API qg_status qg_thread_pool_create(int32_t workers, qg_thread_pool **out);
+
+/// Stops and joins the pool's threads and frees it. NULL does nothing.
+QG_API void qg_thread_pool_destroy(qg_thread_pool *pool);
+
+/// The pool as a qg_jobs. One pool runs one call at a time: do not pass it
+/// to two calls that run at once from different threads.
+QG_API qg_jobs qg_thread_pool_jobs(qg_thread_pool *pool);
+
+/// The cores this machine has (at least 1), for sizing a pool.
+QG_API int32_t qg_cpu_count(void);
+
+/// qg_pairs on the workers of `jobs`: the search is split into
+/// jobs->worker_count parts, deterministically; part p reports its pairs with
+/// fn(a, b, users[p]) (a < b). Every overlapping pair is reported exactly
+/// once, in exactly one part; the union over the parts is qg_pairs' set. The
+/// same calls give the same pairs to the same parts. A false return from fn
+/// stops that part only. `users` may be NULL (every part gets NULL); `jobs`
+/// may be NULL (one part, on this thread). `stats`, if not NULL, receives the
+/// sum over the parts. QG_ERR_INVALID for a NULL index or fn, or a jobs with
+/// worker_count outside [1, 256] or no run function (allowed with one worker).
+QG_API qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, qg_pair_fn *fn,
+                                   void *const *users, qg_query_stats *stats);
+
+/// Moves many elements: handles[i] gets boxes[i], as n qg_move calls would,
+/// with the kind's work spread over the workers of `jobs` where it allows
+/// (NULL = this thread). Everything is checked first: a handle that is not
+/// live gives QG_ERR_HANDLE, a bad box, a handle listed twice, n < 0 or NULL
+/// arrays with n > 0 give QG_ERR_INVALID, and nothing changes. All or
+/// nothing: on QG_ERR_NOMEM no element has moved (the index may keep spare
+/// capacity a partial attempt grew; qg_cleanup gives it back).
+QG_API qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                              const qg_rect *boxes, int32_t n);
+
+/// qg_cleanup with its parallel-friendly work spread over the workers of
+/// `jobs` (NULL = this thread): the point grid's refresh and re-sort, the
+/// loose kinds' shrink. Same result as qg_cleanup; never allocates. A jobs
+/// qg_pairs_parallel would reject makes it a plain qg_cleanup.
+QG_API void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs);
+
 #ifdef __cplusplus
 }
 #endif

@@ -352,3 +352,137 @@ const char *qg_status_name(qg_status status)
     }
     return "QG_ERR_UNKNOWN";
 }
+
+/* ---- Several cores ---------------------------------------------------- */
+
+/// More parts than this is a mistake, not a machine (and bounds the per-part
+/// stats on the stack: const calls never allocate).
+#define QG_MAX_PARTS 256
+
+static bool jobs_valid(const qg_jobs *jobs)
+{
+    return jobs == NULL ||
+           (jobs->worker_count >= 1 && jobs->worker_count <= QG_MAX_PARTS &&
+            (jobs->run != NULL || jobs->worker_count == 1));
+}
+
+typedef struct pairs_task {
+    const qg_index *index;
+    qg_pair_fn *fn;
+    void *const *users;
+    int32_t parts;
+    qg_query_stats stats[QG_MAX_PARTS];
+} pairs_task;
+
+static void pairs_part_task(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    pairs_task *t = context;
+    const qg_kind_class *klass = t->index->klass;
+    for (int32_t p = begin; p < end; ++p) {
+        void *user = t->users != NULL ? t->users[p] : NULL;
+        if (klass->pairs_part != NULL)
+            klass->pairs_part(t->index, p, t->parts, t->fn, user, &t->stats[p]);
+        else if (p == 0)
+            klass->pairs(t->index, t->fn, user, &t->stats[p]); // a kind that runs serially
+    }
+}
+
+qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, qg_pair_fn *fn, void *const *users,
+                            qg_query_stats *stats)
+{
+    if (index == NULL || fn == NULL || !jobs_valid(jobs))
+        return QG_ERR_INVALID;
+    pairs_task t;
+    t.index = index;
+    t.fn = fn;
+    t.users = users;
+    t.parts = jobs != NULL ? jobs->worker_count : 1;
+    memset(t.stats, 0, sizeof(qg_query_stats) * (size_t)t.parts);
+    if (index->count > 1)
+        qg_jobs_run(jobs, pairs_part_task, t.parts, &t);
+    if (stats != NULL) {
+        stats->nodes_visited = stats->elements_tested = 0;
+        for (int32_t p = 0; p < t.parts; ++p) {
+            stats->nodes_visited += t.stats[p].nodes_visited;
+            stats->elements_tested += t.stats[p].elements_tested;
+        }
+    }
+    return QG_OK;
+}
+
+/// The batch as n qg_move calls; on QG_ERR_NOMEM at move i the moves before
+/// it are undone in reverse order. Each undo returns the structure to a state
+/// it held earlier in this call, with capacity that only grew since, so an
+/// undo finds the memory it needs already held.
+static qg_status move_many_serial(qg_index *index, const qg_handle *handles, const qg_rect *boxes, int32_t n)
+{
+    qg_rect *old = qg_mem_alloc(&index->alloc, (size_t)n * sizeof(qg_rect));
+    if (old == NULL)
+        return QG_ERR_NOMEM;
+    qg_status s = QG_OK;
+    int32_t i = 0;
+    for (; i < n; ++i) {
+        old[i] = index->boxes[handles[i]];
+        qg_txn txn;
+        qg_txn_begin(&txn, &index->alloc);
+        s = index->klass->move(index, &txn, handles[i], boxes[i]);
+        if (s != QG_OK) {
+            qg_txn_rollback(&txn);
+            break;
+        }
+    }
+    while (s != QG_OK && i-- > 0) {
+        qg_txn txn;
+        qg_txn_begin(&txn, &index->alloc);
+        if (index->klass->move(index, &txn, handles[i], old[i]) != QG_OK)
+            qg_txn_rollback(&txn); // cannot happen (see above); the index stays valid
+    }
+    qg_mem_free(&index->alloc, old, (size_t)n * sizeof(qg_rect));
+    return s;
+}
+
+qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, const qg_rect *boxes,
+                       int32_t n)
+{
+    if (index == NULL || n < 0 || (n > 0 && (handles == NULL || boxes == NULL)) || !jobs_valid(jobs))
+        return QG_ERR_INVALID;
+    if (n == 0)
+        return QG_OK;
+    for (int32_t i = 0; i < n; ++i) {
+        if (!qg_slot_live(index, handles[i]))
+            return QG_ERR_HANDLE;
+        if (!box_valid(boxes[i]))
+            return QG_ERR_INVALID;
+    }
+    // A handle listed twice would make the answer depend on order (and race
+    // in a parallel move): one bit per handle finds it.
+    const size_t words = ((size_t)index->box_high + 63) / 64;
+    uint64_t *seen = qg_mem_alloc(&index->alloc, words * sizeof(uint64_t));
+    if (seen == NULL)
+        return QG_ERR_NOMEM;
+    memset(seen, 0, words * sizeof(uint64_t));
+    bool twice = false;
+    for (int32_t i = 0; i < n && !twice; ++i) {
+        const uint32_t h = (uint32_t)handles[i];
+        const uint64_t bit = 1ull << (h & 63);
+        twice = (seen[h >> 6] & bit) != 0;
+        seen[h >> 6] |= bit;
+    }
+    qg_mem_free(&index->alloc, seen, words * sizeof(uint64_t));
+    if (twice)
+        return QG_ERR_INVALID;
+    if (index->klass->move_many != NULL)
+        return index->klass->move_many(index, jobs, handles, boxes, n);
+    return move_many_serial(index, handles, boxes, n);
+}
+
+void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
+{
+    if (index == NULL)
+        return;
+    if (jobs != NULL && jobs_valid(jobs) && jobs->worker_count > 1 && index->klass->cleanup_parallel != NULL)
+        index->klass->cleanup_parallel(index, jobs);
+    else
+        index->klass->cleanup(index);
+}

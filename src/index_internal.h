@@ -66,13 +66,32 @@ struct qg_kind_class {
     /// Checks the kind's invariants and adds the bytes its arrays hold to
     /// *bytes.
     qg_status (*validate)(const qg_index *index, size_t *bytes);
+
+    /* Optional: NULL = the generic form in index.c (serial). */
+
+    /// Part `part` of `parts` of the pair search: the kind splits its work
+    /// into `parts` disjoint shares, the same way for the same state, whose
+    /// union is pairs(). Parts run at the same time on different threads.
+    void (*pairs_part)(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                       qg_query_stats *stats);
+    /// Moves handles[i] to boxes[i], i < n: live handles, valid boxes, no
+    /// handle twice (index.c checked). All or nothing: QG_ERR_NOMEM only
+    /// before any change.
+    qg_status (*move_many)(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                           const qg_rect *boxes, int32_t n);
+    /// cleanup() with its work spread over `jobs` (never NULL here).
+    void (*cleanup_parallel)(qg_index *index, const qg_jobs *jobs);
 };
 
 /// Defines the table of a kind whose struct is `type` and whose functions
 /// are all named `prefix_<member>` (quadtree_insert, ...): each kind's file
 /// ends with one line instead of the same fifteen-line table written out
 /// again. The table is `qg_<prefix>_class`.
-#define QG_KIND_CLASS(prefix, KIND, type)                                                            \
+#define QG_KIND_CLASS(prefix, KIND, type) QG_KIND_CLASS_EX(prefix, KIND, type, .pairs_part = NULL)
+
+/// QG_KIND_CLASS plus the optional members the kind serves, as designated
+/// initializers: QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part).
+#define QG_KIND_CLASS_EX(prefix, KIND, type, ...)                                                    \
     const qg_kind_class qg_##prefix##_class = {                                                     \
         .kind = (KIND),                                                                              \
         .size = sizeof(type),                                                                        \
@@ -89,7 +108,29 @@ struct qg_kind_class {
         .stats = prefix##_stats,                                                                     \
         .visit = prefix##_visit,                                                                     \
         .validate = prefix##_validate,                                                               \
+        __VA_ARGS__                                                                                  \
     }
+
+/// Runs task over [0, count) on `jobs`, or on this thread as one range when
+/// jobs is NULL or has one worker. Kinds call this for their parallel
+/// phases.
+static inline void qg_jobs_run(const qg_jobs *jobs, qg_task_fn *task, int32_t count, void *context)
+{
+    if (count <= 0)
+        return;
+    if (jobs == NULL || jobs->worker_count <= 1 || count == 1)
+        task(0, count, 0, context);
+    else
+        jobs->run(task, count, context, jobs->user);
+}
+
+/// The share [*begin, *end) of [0, n) that part `part` of `parts` takes:
+/// even splits, the same for the same arguments.
+static inline void qg_part_range(int64_t n, int32_t part, int32_t parts, int64_t *begin, int64_t *end)
+{
+    *begin = n * part / parts;
+    *end = n * (part + 1) / parts;
+}
 
 /// One table per kind, each the only symbol its file exports. index.c lists
 /// the ones that are built.

@@ -223,6 +223,372 @@ static void test_threads_deep(void **state)
     run_threads(&c, (int)tu_scaled(5000), 3, (int)tu_scaled(4));
 }
 
+/* ---- several cores: qg_pairs_parallel, qg_move_many, qg_cleanup_parallel */
+
+static const int32_t k_workers[] = {1, 2, 3, 8}; /* 8: more workers than cores */
+
+/* A job system that runs the ranges last to first, one item at a time, on
+ * this thread, with made-up worker ids: the parts must not depend on which
+ * worker runs them or in what order. */
+static void reverse_run(qg_task_fn *task, int32_t count, void *context, void *user)
+{
+    const int32_t workers = *(const int32_t *)user;
+    for (int32_t i = count; i-- > 0;)
+        task(i, i + 1, i % workers, context);
+}
+
+/* A scene with every hard case: tiny, zero-size, coincident, huge boxes and
+ * boxes outside the bounds; then churn, and moves left without cleanup. */
+static void fill_scene(qg_index *idx, qg_index *oracle, tu_rng *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float x = tu_rng_range(r, -200, 1224), y = tu_rng_range(r, -200, 1224);
+        float s = tu_rng_chance(r, 0.02) ? tu_rng_range(r, 50, 400) : tu_rng_range(r, 0, 12);
+        if (i % 97 == 0)
+            x = y = 500, s = 4; /* a coincident pile */
+        if (i % 131 == 0)
+            s = 0;
+        qg_rect b = tu_rect(x, y, x + s, y + s);
+        qg_handle h = qg_insert(idx, b);
+        assert_true(h >= 0);
+        assert_int_equal(qg_insert(oracle, b), h);
+    }
+    for (int i = 0; i < n / 5; i++) {
+        qg_handle h = (qg_handle)tu_rng_below(r, (uint32_t)n);
+        if (i % 3 == 0) {
+            qg_status a = qg_remove(idx, h);
+            assert_int_equal(qg_remove(oracle, h), a);
+        }
+    }
+    qg_cleanup(idx);
+}
+
+/* Collects pairs of the parts into one list each. */
+static void collect_parts(const qg_index *idx, const qg_jobs *jobs, int32_t parts, tu_collect *c)
+{
+    void *users[8];
+    for (int32_t p = 0; p < parts; p++) {
+        tu_collect_reset(&c[p], 0);
+        users[p] = &c[p];
+    }
+    qg_query_stats st;
+    assert_int_equal(qg_pairs_parallel(idx, jobs, tu_collect_pair, users, &st), QG_OK);
+    for (int32_t p = 0; p < parts; p++)
+        assert_int_equal(c[p].bad_order, 0);
+}
+
+static void all_pairs(const qg_index *idx, tu_collect *c)
+{
+    tu_collect_reset(c, 0);
+    assert_int_equal(qg_pairs(idx, tu_collect_pair, c), QG_OK);
+    tu_vec_sort(&c->out);
+}
+
+/* Every part's pairs together are the oracle's, each once; and the same
+ * parts again (a second run, another job system) give the same lists. */
+static void check_parallel(const qg_index *idx, const qg_index *oracle, uint64_t seed)
+{
+    tu_collect want;
+    memset(&want, 0, sizeof want);
+    all_pairs(oracle, &want);
+    for (size_t w = 0; w < sizeof k_workers / sizeof *k_workers; w++) {
+        const int32_t parts = k_workers[w];
+        qg_thread_pool *pool = NULL;
+        assert_int_equal(qg_thread_pool_create(parts, &pool), QG_OK);
+        const qg_jobs jobs = qg_thread_pool_jobs(pool);
+        tu_collect got[8], again[8];
+        memset(got, 0, sizeof got);
+        memset(again, 0, sizeof again);
+        collect_parts(idx, &jobs, parts, got);
+        int32_t rw = parts;
+        const qg_jobs rev = {parts, reverse_run, &rw};
+        collect_parts(idx, &rev, parts, again);
+        tu_vec merged;
+        memset(&merged, 0, sizeof merged);
+        for (int32_t p = 0; p < parts; p++) {
+            if (tu_vec_first_diff(&got[p].out, &again[p].out) >= 0 || got[p].out.n != again[p].out.n)
+                fail_msg("seed %llu, %d workers: part %d differs between two runs", (unsigned long long)seed,
+                         parts, p);
+            for (size_t i = 0; i < got[p].out.n; i++)
+                tu_vec_push(&merged, got[p].out.v[i]);
+        }
+        tu_vec_sort(&merged);
+        int64_t dup;
+        if (tu_vec_has_dup(&merged, &dup))
+            fail_msg("seed %llu, %d workers: pair %lld reported twice", (unsigned long long)seed, parts,
+                     (long long)dup);
+        long d = tu_vec_first_diff(&merged, &want.out);
+        if (d >= 0 || merged.n != want.out.n)
+            fail_msg("seed %llu, %d workers: %zu pairs, brute force %zu (first difference at %ld)",
+                     (unsigned long long)seed, parts, merged.n, want.out.n, d);
+        tu_vec_free(&merged);
+        for (int32_t p = 0; p < parts; p++) {
+            tu_vec_free(&got[p].out);
+            tu_vec_free(&again[p].out);
+        }
+        qg_thread_pool_destroy(pool);
+    }
+    tu_vec_free(&want.out);
+}
+
+static qg_config scene_config(void)
+{
+    qg_config c = qg_default_config(g_kind);
+    if (g_kind == QG_POINT_GRID)
+        c.max_element_size = 16;
+    return c;
+}
+
+static void test_pairs_parallel(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const uint64_t seed = tu_env_seed(0x9a11e1);
+    printf("seed %llu\n", (unsigned long long)seed);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
+    qg_index *idx = NULL, *oracle = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    /* empty, one element, then a scene */
+    check_parallel(idx, oracle, seed);
+    assert_true(qg_insert(idx, tu_rect(1, 1, 2, 2)) >= 0);
+    assert_true(qg_insert(oracle, tu_rect(1, 1, 2, 2)) >= 0);
+    check_parallel(idx, oracle, seed);
+    qg_clear(idx);
+    qg_clear(oracle);
+    fill_scene(idx, oracle, &r, (int)tu_scaled(g_kind == QG_BRUTE_FORCE ? 1500 : 6000));
+    check_parallel(idx, oracle, seed);
+    /* moves without a cleanup: answers are exact either way */
+    for (int f = 0; f < 3; f++) {
+        for (qg_handle h = 0; h < 2000; h++) {
+            qg_rect b;
+            if (qg_get(idx, h, &b) != QG_OK)
+                continue;
+            float dx = tu_rng_range(&r, -6, 6), dy = tu_rng_range(&r, -6, 6);
+            if (h % 211 == 0)
+                dx = 3000; /* far outside the bounds */
+            b = tu_rect(b.min_x + dx, b.min_y + dy, b.max_x + dx, b.max_y + dy);
+            assert_int_equal(qg_move(idx, h, b), QG_OK);
+            assert_int_equal(qg_move(oracle, h, b), QG_OK);
+        }
+        check_parallel(idx, oracle, seed);
+        qg_cleanup(idx);
+        check_parallel(idx, oracle, seed);
+    }
+    /* bad arguments */
+    const qg_jobs none = {0, reverse_run, NULL}, norun = {2, NULL, NULL};
+    assert_int_equal(qg_pairs_parallel(NULL, NULL, tu_collect_pair, NULL, NULL), QG_ERR_INVALID);
+    assert_int_equal(qg_pairs_parallel(idx, NULL, NULL, NULL, NULL), QG_ERR_INVALID);
+    assert_int_equal(qg_pairs_parallel(idx, &none, tu_collect_pair, NULL, NULL), QG_ERR_INVALID);
+    assert_int_equal(qg_pairs_parallel(idx, &norun, tu_collect_pair, NULL, NULL), QG_ERR_INVALID);
+    /* a part that stops early stops only itself */
+    tu_collect one;
+    memset(&one, 0, sizeof one);
+    tu_collect_reset(&one, 1);
+    void *u[1] = {&one};
+    assert_int_equal(qg_pairs_parallel(idx, NULL, tu_collect_pair, u, NULL), QG_OK);
+    assert_int_equal(one.calls, 1);
+    tu_vec_free(&one.out);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    qg_destroy(idx);
+    qg_destroy(oracle);
+}
+
+/* A random batch over live handles, no handle twice. */
+static int32_t make_batch(const qg_index *idx, tu_rng *r, qg_handle *hs, qg_rect *bs, int32_t max)
+{
+    int32_t n = 0;
+    const int32_t high = 2 * qg_count(idx) + 8;
+    const int32_t start = (int32_t)tu_rng_below(r, 7);
+    for (qg_handle h = start; h < high && n < max; h += 1 + (int32_t)tu_rng_below(r, 3)) {
+        qg_rect b;
+        if (qg_get(idx, h, &b) != QG_OK)
+            continue;
+        float dx = tu_rng_range(r, -8, 8), dy = tu_rng_range(r, -8, 8);
+        if (tu_rng_chance(r, 0.01))
+            dx = tu_rng_range(r, -5000, 5000); /* teleport, maybe far outside */
+        float grow = tu_rng_chance(r, 0.02) ? tu_rng_range(r, 0, 300) : 0;
+        hs[n] = h;
+        bs[n] = tu_rect(b.min_x + dx, b.min_y + dy, b.max_x + dx + grow, b.max_y + dy + grow);
+        n++;
+    }
+    return n;
+}
+
+static void same_answers(const qg_index *idx, const qg_index *oracle, uint64_t seed, const char *what)
+{
+    tu_snapshot a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    tu_snapshot_take(idx, 2 * qg_count(oracle) + 8, &a);
+    tu_snapshot_take(oracle, 2 * qg_count(oracle) + 8, &b);
+    char msg[200];
+    if (!tu_snapshot_equal(&a, &b, msg, sizeof msg))
+        fail_msg("seed %llu, %s: %s", (unsigned long long)seed, what, msg);
+    tu_snapshot_free(&a);
+    tu_snapshot_free(&b);
+    if (qg_validate(idx) != QG_OK)
+        fail_msg("seed %llu, %s: qg_validate fails", (unsigned long long)seed, what);
+}
+
+static void test_move_many(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const uint64_t seed = tu_env_seed(0xba7c4);
+    printf("seed %llu\n", (unsigned long long)seed);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
+    qg_index *idx = NULL, *oracle = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    fill_scene(idx, oracle, &r, (int)tu_scaled(3000));
+    enum { MAX = 4000 };
+    qg_handle *hs = malloc(MAX * sizeof *hs);
+    qg_rect *bs = malloc(MAX * sizeof *bs);
+    assert_non_null(hs);
+    assert_non_null(bs);
+    for (int frame = 0; frame < 24; frame++) {
+        const int32_t parts = k_workers[frame % 4];
+        qg_thread_pool *pool = NULL;
+        assert_int_equal(qg_thread_pool_create(parts, &pool), QG_OK);
+        const qg_jobs jobs = qg_thread_pool_jobs(pool);
+        const int32_t n = make_batch(idx, &r, hs, bs, MAX);
+        assert_int_equal(qg_move_many(idx, frame % 5 == 4 ? NULL : &jobs, hs, bs, n), QG_OK);
+        for (int32_t i = 0; i < n; i++)
+            assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
+        same_answers(idx, oracle, seed, "after qg_move_many");
+        check_parallel(idx, oracle, seed);
+        if (frame % 3 != 2) {
+            qg_cleanup_parallel(idx, frame % 2 ? &jobs : NULL);
+            same_answers(idx, oracle, seed, "after qg_cleanup_parallel");
+        }
+        /* churn between batches: removes and inserts reuse handles */
+        for (int i = 0; i < 40; i++) {
+            qg_handle h = (qg_handle)tu_rng_below(&r, (uint32_t)(2 * qg_count(oracle) + 1));
+            qg_status st = qg_remove(oracle, h);
+            assert_int_equal(qg_remove(idx, h), st);
+            float x = tu_rng_range(&r, 0, 1024), y = tu_rng_range(&r, 0, 1024);
+            qg_handle a = qg_insert(idx, tu_rect(x, y, x + 5, y + 5));
+            assert_int_equal(qg_insert(oracle, tu_rect(x, y, x + 5, y + 5)), a);
+        }
+        qg_thread_pool_destroy(pool);
+    }
+    /* bad input: the right error, nothing changed */
+    int32_t n = make_batch(idx, &r, hs, bs, 64);
+    assert_true(n > 4);
+    tu_snapshot before, after;
+    memset(&before, 0, sizeof before);
+    memset(&after, 0, sizeof after);
+    tu_snapshot_take(idx, 2 * qg_count(idx) + 8, &before);
+    char msg[200];
+    qg_handle keep_h = hs[n / 2];
+    qg_rect keep_b = bs[n - 1];
+    hs[n / 2] = 2 * qg_count(idx) + 100; /* never issued */
+    assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_ERR_HANDLE);
+    hs[n / 2] = -1;
+    assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_ERR_HANDLE);
+    hs[n / 2] = hs[0]; /* listed twice */
+    assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_ERR_INVALID);
+    hs[n / 2] = keep_h;
+    bs[n - 1].min_x = NAN;
+    assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_ERR_INVALID);
+    bs[n - 1] = tu_rect(5, 5, 4, 6); /* min > max */
+    assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_ERR_INVALID);
+    bs[n - 1] = tu_rect(0, 0, (float)INFINITY, 1);
+    assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_ERR_INVALID);
+    bs[n - 1] = keep_b;
+    assert_int_equal(qg_move_many(idx, NULL, hs, bs, -1), QG_ERR_INVALID);
+    assert_int_equal(qg_move_many(idx, NULL, NULL, bs, n), QG_ERR_INVALID);
+    assert_int_equal(qg_move_many(idx, NULL, hs, NULL, n), QG_ERR_INVALID);
+    assert_int_equal(qg_move_many(NULL, NULL, hs, bs, n), QG_ERR_INVALID);
+    assert_int_equal(qg_move_many(idx, NULL, NULL, NULL, 0), QG_OK);
+    tu_snapshot_take(idx, 2 * qg_count(idx) + 8, &after);
+    if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
+        fail_msg("seed %llu: a rejected batch changed the index: %s", (unsigned long long)seed, msg);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    tu_snapshot_free(&before);
+    tu_snapshot_free(&after);
+    free(hs);
+    free(bs);
+    qg_destroy(idx);
+    qg_destroy(oracle);
+}
+
+/* Fault injection: the k-th allocation of qg_move_many fails (once, and
+ * from then on); the batch then answers QG_ERR_NOMEM and no element moved. */
+static void test_move_many_oom(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const uint64_t seed = tu_env_seed(0x00bad);
+    printf("seed %llu\n", (unsigned long long)seed);
+    long points[2] = {0, 0};
+    for (int mode = 0; mode < 2; mode++) {
+        for (long k = 1;; k++) {
+            tu_rng r;
+            tu_rng_seed(&r, seed);
+            tu_alloc ta;
+            tu_alloc_init(&ta);
+            qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
+            c.allocator = tu_allocator(&ta);
+            qg_index *idx = NULL, *oracle = NULL;
+            assert_int_equal(qg_create(&c, &idx), QG_OK);
+            assert_int_equal(qg_create(&o, &oracle), QG_OK);
+            fill_scene(idx, oracle, &r, 600);
+            enum { MAX = 800 };
+            qg_handle hs[MAX];
+            qg_rect bs[MAX];
+            const int32_t n = make_batch(idx, &r, hs, bs, MAX);
+            for (int32_t i = 0; i < n; i += 7) /* big moves: new cells, nodes, levels */
+                bs[i] = tu_rect(bs[i].min_x * 0.5f, bs[i].min_y, bs[i].min_x * 0.5f + 90, bs[i].min_y + 90);
+            qg_thread_pool *pool = NULL;
+            assert_int_equal(qg_thread_pool_create(2, &pool), QG_OK);
+            const qg_jobs jobs = qg_thread_pool_jobs(pool);
+            ta.mode = mode ? TU_FAIL_STICKY : TU_FAIL_ONCE;
+            ta.fail_at = ta.grow_requests + k;
+            const qg_status st = qg_move_many(idx, &jobs, hs, bs, n);
+            tu_alloc_end_call(&ta);
+            ta.fail_at = 0;
+            qg_thread_pool_destroy(pool);
+            if (st == QG_OK) {
+                for (int32_t i = 0; i < n; i++)
+                    assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
+            } else if (st != QG_ERR_NOMEM) {
+                fail_msg("seed %llu, allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(st));
+            }
+            same_answers(idx, oracle, seed, st == QG_OK ? "batch done" : "batch failed");
+            assert_int_equal(ta.errors, 0);
+            const bool done = st == QG_OK && ta.injected == 0;
+            qg_destroy(idx);
+            qg_destroy(oracle);
+            assert_int_equal(ta.bytes, 0);
+            if (done)
+                break;
+            points[mode]++;
+            assert_true(k < 10000);
+        }
+    }
+    printf("qg_move_many: %ld failure points fail-once, %ld fail-from-then-on\n", points[0], points[1]);
+}
+
+static void test_thread_pool(void **state)
+{
+    (void)state;
+    qg_thread_pool *pool = (qg_thread_pool *)&pool;
+    assert_int_equal(qg_thread_pool_create(0, &pool), QG_ERR_INVALID);
+    assert_null(pool);
+    assert_int_equal(qg_thread_pool_create(257, &pool), QG_ERR_INVALID);
+    assert_int_equal(qg_thread_pool_create(2, NULL), QG_ERR_INVALID);
+    assert_true(qg_cpu_count() >= 1);
+    qg_jobs j = qg_thread_pool_jobs(NULL);
+    assert_int_equal(j.worker_count, 1);
+    qg_thread_pool_destroy(NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (!tu_kind_arg(argc, argv, &g_kind))
@@ -230,6 +596,10 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_default),
         cmocka_unit_test(test_threads_deep),
+        cmocka_unit_test(test_pairs_parallel),
+        cmocka_unit_test(test_move_many),
+        cmocka_unit_test(test_move_many_oom),
+        cmocka_unit_test(test_thread_pool),
     };
     return tu_run_kind_tests("threads", g_kind, tests);
 }
