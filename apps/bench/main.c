@@ -36,6 +36,8 @@ typedef struct options {
     unsigned scene_mask;  /* scenes: bit k = scene k selected */
     out_format format;
     bool verify;
+    int32_t threads;      /* --threads: workers for quadgrid's parallel calls */
+    const qg_jobs *jobs;  /* the pool's job system when threads > 1, else NULL */
     bench_setup tune; /* element sizes and quadgrid tuning; bounds/n set per run */
 } options;
 
@@ -325,6 +327,50 @@ static void record_answer(const char *name, uint64_t count, uint64_t checksum) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Threads                                                                  */
+
+/* The threads an implementation actually uses: --threads for quadgrid, one
+ * for the peers, which have no parallel calls. */
+static int32_t threads_of(const options *o, const bench_peer *p) {
+    return o->jobs && p->vt->pairs_parts ? o->threads : 1;
+}
+
+enum { MAX_THREADS = 256 };
+
+/* Step 3 of a frame: every pair into *sum. With --threads, each part of
+ * qg_pairs_parallel sums its own pairs; the sums add up (the checksum is a
+ * sum too), so the answer is the one-thread answer. */
+static bool bench_pairs(const options *o, const bench_peer *p, bench_impl *impl, qgw_sum *sum) {
+    *sum = (qgw_sum){0, 0};
+    if (threads_of(o, p) == 1) return p->vt->pairs(impl, qgw_sum_pair, sum);
+    qgw_sum parts[MAX_THREADS];
+    void *users[MAX_THREADS];
+    for (int32_t i = 0; i < o->threads; i++) {
+        parts[i] = (qgw_sum){0, 0};
+        users[i] = &parts[i];
+    }
+    if (!p->vt->pairs_parts(impl, qgw_sum_pair, users)) return false;
+    for (int32_t i = 0; i < o->threads; i++) {
+        sum->count += parts[i].count;
+        sum->checksum += parts[i].checksum;
+    }
+    return true;
+}
+
+static void move_agents_task(int32_t begin, int32_t end, int32_t worker, void *context) {
+    (void)worker;
+    qgw_agents_move_range(context, begin, end);
+}
+
+/* Step 1 of a frame: the workload's own motion, on the same workers. */
+static void move_agents(const options *o, qgw_agents *a) {
+    if (o->jobs)
+        o->jobs->run(move_agents_task, a->n, a, o->jobs->user);
+    else
+        qgw_agents_move(a);
+}
+
+/* ------------------------------------------------------------------------ */
 /* agents                                                                   */
 
 /* `mixed` is `agents` with 1% of the agents 16 times larger: same frames,
@@ -358,6 +404,7 @@ static int run_agents(const options *o, const bench_peer *p) {
     bench_setup setup = o->tune;
     setup.bounds = qgw_agents_bounds(&a);
     setup.n = a.n;
+    setup.jobs = o->jobs;
     if (!p->vt->create(&impl, &setup, p->arg)) {
         rc = impl_failed(p, impl, "create");
         goto out;
@@ -371,14 +418,13 @@ static int run_agents(const options *o, const bench_peer *p) {
     qgw_sum sum = {0, 0};
     for (int32_t frame = 1; frame <= total_frames; frame++) {
         uint64_t t0 = qgw_now_ns();
-        qgw_agents_move(&a);
+        move_agents(o, &a);
         if (!p->vt->update(impl, a.boxes, a.n)) {
             rc = impl_failed(p, impl, "update");
             goto out;
         }
         uint64_t t1 = qgw_now_ns();
-        sum = (qgw_sum){0, 0};
-        if (!p->vt->pairs(impl, qgw_sum_pair, &sum)) {
+        if (!bench_pairs(o, p, impl, &sum)) {
             rc = impl_failed(p, impl, "pairs");
             goto out;
         }
@@ -418,6 +464,7 @@ static int run_agents(const options *o, const bench_peer *p) {
         FI("n", a.n),
         FI("frames", o->frames),
         FI("age", o->age),
+        FI("threads", threads_of(o, p)),
         FD("update_ms", median_ms(upd, o->frames)),
         FD("pairs_ms", median_ms(prs, o->frames)),
         FD("total_ms", median_ms(tot, o->frames)),
@@ -453,6 +500,37 @@ static bool sum_hit(qg_handle box, void *user) {
     return true;
 }
 
+/* --threads: the queries split into one share a worker (qg_query is const,
+ * so shares run at once on one index), each summing its own hits. */
+typedef struct query_task {
+    const bench_peer *p;
+    bench_impl *impl;
+    const qg_rect *queries;
+    int32_t count, parts;
+    bool sparse;
+    hit_sum sums[MAX_THREADS];
+    bool failed[MAX_THREADS];
+} query_task;
+
+static void query_task_run(int32_t begin, int32_t end, int32_t worker, void *context) {
+    (void)worker;
+    query_task *t = context;
+    for (int32_t part = begin; part < end; part++) {
+        const int32_t q0 = (int32_t)((int64_t)t->count * part / t->parts);
+        const int32_t q1 = (int32_t)((int64_t)t->count * (part + 1) / t->parts);
+        hit_sum total = {0, 0, 0};
+        for (int32_t q = q0; q < q1 && !t->failed[part]; q++) {
+            hit_sum h = {t->sparse ? 0 : q, 0, 0};
+            t->failed[part] = !t->p->vt->query(t->impl, t->queries[q], sum_hit, &h);
+            if (t->sparse) /* one query, repeated: its answer, not a sum */
+                total = h;
+            else
+                total.hits += h.hits, total.checksum += h.checksum;
+        }
+        t->sums[part] = total;
+    }
+}
+
 /* `sparse` repeats one query (the lower-left quarter of a 95% empty world);
  * `static` runs the standard workload's window queries. */
 static int run_queries(const options *o, const bench_peer *p) {
@@ -483,6 +561,7 @@ static int run_queries(const options *o, const bench_peer *p) {
     bench_setup setup = o->tune;
     setup.bounds = qgw_agents_bounds(&a);
     setup.n = a.n;
+    setup.jobs = o->jobs;
     uint64_t t0 = qgw_now_ns();
     if (!p->vt->create(&impl, &setup, p->arg)) {
         rc = impl_failed(p, impl, "create");
@@ -498,7 +577,52 @@ static int run_queries(const options *o, const bench_peer *p) {
     hit_sum total = {0, 0, 0};
     uint64_t query_ns = 0;
     int64_t cells_visited = 0, boxes_tested = 0; /* summed over queries */
-    for (int32_t q = 0; q < o->queries; q++) {
+    const int32_t threads = threads_of(o, p);
+    if (threads > 1) {
+        /* The wall time of all the queries on every worker, per query. */
+        query_task *t = calloc(1, sizeof *t);
+        if (!t) {
+            rc = 1;
+            note("out of memory");
+            goto out;
+        }
+        *t = (query_task){.p = p, .impl = impl, .queries = queries, .count = o->queries, .parts = threads,
+                          .sparse = sparse};
+        uint64_t q0 = qgw_now_ns();
+        o->jobs->run(query_task_run, threads, t, o->jobs->user);
+        query_ns = qgw_now_ns() - q0;
+        bool failed = false;
+        for (int32_t i = 0; i < threads; i++) {
+            failed |= t->failed[i];
+            if (sparse)
+                total = t->sums[i].hits || t->sums[i].checksum ? t->sums[i] : total;
+            else
+                total.hits += t->sums[i].hits, total.checksum += t->sums[i].checksum;
+        }
+        free(t);
+        if (failed) {
+            rc = impl_failed(p, impl, "query");
+            goto out;
+        }
+        if (o->verify) {
+            hit_sum want = {0, 0, 0};
+            for (int32_t q = 0; q < o->queries; q++) {
+                hit_sum w = {sparse ? 0 : q, 0, 0};
+                qgw_sweep_query(&ref, queries[q], sum_hit, &w);
+                want.hits += w.hits, want.checksum += w.checksum;
+                if (sparse) break;
+            }
+            if (want.hits != total.hits || want.checksum != total.checksum) {
+                note("MISMATCH: %s, %s n=%d, %d threads: hits %" PRIu64 " checksum %016" PRIx64
+                     ", reference hits %" PRIu64 " checksum %016" PRIx64,
+                     p->name, workload_name(o->wl), a.n, threads, total.hits, total.checksum, want.hits,
+                     want.checksum);
+                rc = 2;
+                goto out;
+            }
+        }
+    }
+    for (int32_t q = 0; q < o->queries && threads == 1; q++) {
         /* Every sparse query is the same window, numbered 0 for the checksum,
          * so hits and checksum describe one query. */
         hit_sum h = {sparse ? 0 : q, 0, 0};
@@ -541,6 +665,7 @@ static int run_queries(const options *o, const bench_peer *p) {
         FS("kind", p->name),
         FI("n", a.n),
         FI("queries", o->queries),
+        FI("threads", threads),
         FD("build_ms", (double)(t1 - t0) / 1e6),
         FI("query_ns", o->queries > 0 ? (query_ns + (uint64_t)o->queries / 2) / (uint64_t)o->queries : 0),
         FI("hits", total.hits),
@@ -549,8 +674,8 @@ static int run_queries(const options *o, const bench_peer *p) {
         FS("index_bytes_how", bytes_how_name(p, &mem)),
         FI("peak_rss_bytes", rss),
         /* Per query, from qg_query_with_stats; -1 for peers, which cannot say. */
-        FI("cells_visited", p->vt->query_stats && o->queries > 0 ? cells_visited / o->queries : -1),
-        FI("boxes_tested", p->vt->query_stats && o->queries > 0 ? boxes_tested / o->queries : -1),
+        FI("cells_visited", p->vt->query_stats && threads == 1 && o->queries > 0 ? cells_visited / o->queries : -1),
+        FI("boxes_tested", p->vt->query_stats && threads == 1 && o->queries > 0 ? boxes_tested / o->queries : -1),
     };
     emit(o, fs, (int)(sizeof fs / sizeof fs[0]));
     record_answer(p->name, total.hits, total.checksum);
@@ -580,6 +705,7 @@ static int run_insert(const options *o, const bench_peer *p) {
     bench_setup setup = o->tune;
     setup.bounds = qgw_agents_bounds(&a);
     setup.n = a.n;
+    setup.jobs = o->jobs;
     for (int32_t r = 0; r < o->repeat && rc == 0; r++) {
         mem_probe mem = mem_begin();
         bench_impl *impl = NULL;
@@ -603,6 +729,7 @@ static int run_insert(const options *o, const bench_peer *p) {
             FS("kind", p->name),
             FI("n", a.n),
             FI("repeat", o->repeat),
+            FI("threads", 1), /* inserts are one thread's calls */
             FD("build_ms", build_ms),
             FD("insert_ns", a.n > 0 ? build_ms * 1e6 / a.n : 0.0),
             FI("index_bytes", index_bytes),
@@ -712,6 +839,7 @@ static int run_scene_impl(const options *o, const bench_peer *p, qgw_scene_id id
     setup.n = s.agents.n;
     setup.element_size = s.element_size;
     setup.max_element_size = s.max_element_size;
+    setup.jobs = o->jobs;
     const uint64_t start = qgw_now_ns();
     const uint64_t budget_ns = (uint64_t)(o->budget_s * 1e9);
     if (!p->vt->create(&impl, &setup, p->arg)) {
@@ -741,7 +869,7 @@ static int run_scene_impl(const options *o, const bench_peer *p, qgw_scene_id id
         }
         uint64_t t1 = qgw_now_ns();
         qgw_sum sum = {0, 0};
-        if (!p->vt->pairs(impl, qgw_sum_pair, &sum)) {
+        if (!bench_pairs(o, p, impl, &sum)) {
             rc = impl_failed(p, impl, "pairs");
             goto out;
         }
@@ -805,6 +933,7 @@ static void emit_scene(const options *o, qgw_scene_id id, const bench_peer *p,
         FS("kind", p->name),
         FI("n", o->n),
         FI("frames", r->measured),
+        FI("threads", threads_of(o, p)),
         FD("build_ms", r->build_ms),
         FD("update_ms", r->update_ms),
         FD("pairs_ms", r->pairs_ms),
@@ -1010,6 +1139,10 @@ static void usage(FILE *f) {
           "  --frames F           measured frames after 3 warm-up frames (default 60, scenes 10)\n"
           "  --age F              agents, mixed: F more unmeasured frames before the measured\n"
           "                       ones, so the figures are those of an aged layout (default 0)\n"
+          "  --threads T          workers for quadgrid's parallel calls (qg_move_many,\n"
+          "                       qg_cleanup_parallel, qg_pairs_parallel; static: the queries\n"
+          "                       split over them) and the agents' own motion; peers run on\n"
+          "                       one thread (default 1; JSON field threads)\n"
           "  --queries Q          static 100000, sparse 100\n"
           "  --repeat R           insert: builds, median reported (default 3)\n"
           "  --json | --csv       one line per (workload, kind, n)\n"
@@ -1019,6 +1152,13 @@ static void usage(FILE *f) {
           "  --cell-size S --max-depth D --leaf-capacity C   quadgrid tuning (0 = default)\n"
           "  --list               list the kinds this build can run\n",
           f);
+}
+
+static qg_thread_pool *pool_to_stop;
+
+static void stop_pool(void) {
+    qg_thread_pool_destroy(pool_to_stop);
+    pool_to_stop = NULL;
 }
 
 static bool parse_int(const char *s, int32_t min, int32_t *out) {
@@ -1058,14 +1198,13 @@ static bool all_selected(const options *o) {
 /* drift                                                                    */
 
 /* Runs `frames` frames of `agents` on impl; each frame's ns in tot. */
-static int drift_frames(const bench_peer *p, bench_impl *impl, qgw_agents *a, int32_t frames, uint64_t *tot,
-                        qgw_sum *sum) {
+static int drift_frames(const options *o, const bench_peer *p, bench_impl *impl, qgw_agents *a, int32_t frames,
+                        uint64_t *tot, qgw_sum *sum) {
     for (int32_t f = 0; f < frames; f++) {
         uint64_t t0 = qgw_now_ns();
-        qgw_agents_move(a);
+        move_agents(o, a);
         if (!p->vt->update(impl, a->boxes, a->n)) return impl_failed(p, impl, "update");
-        *sum = (qgw_sum){0, 0};
-        if (!p->vt->pairs(impl, qgw_sum_pair, sum)) return impl_failed(p, impl, "pairs");
+        if (!bench_pairs(o, p, impl, sum)) return impl_failed(p, impl, "pairs");
         if (tot) tot[f] = qgw_now_ns() - t0;
     }
     return 0;
@@ -1085,6 +1224,7 @@ static int run_drift(const options *o, const bench_peer *p) {
     bench_setup setup = o->tune;
     setup.bounds = qgw_agents_bounds(&a);
     setup.n = a.n;
+    setup.jobs = o->jobs;
     qgw_sum sum = {0, 0};
     double ms[3] = {0, 0, 0};
     size_t bytes[3] = {0, 0, 0};
@@ -1107,14 +1247,14 @@ static int run_drift(const options *o, const bench_peer *p) {
                 rc = impl_failed(p, impl, "build");
                 break;
             }
-            rc = drift_frames(p, impl, &a, WARMUP_FRAMES, NULL, &sum);
-            if (rc == 0) rc = drift_frames(p, impl, &a, f, tot, &sum);
+            rc = drift_frames(o, p, impl, &a, WARMUP_FRAMES, NULL, &sum);
+            if (rc == 0) rc = drift_frames(o, p, impl, &a, f, tot, &sum);
             ms[phase] = median_ms(tot, f);
             bytes[phase] = mem_index_bytes(&mem, p, impl);
         } else {
             mem_probe mem = mem_begin();
-            rc = drift_frames(p, impl, &a, age, NULL, &sum);
-            if (rc == 0) rc = drift_frames(p, impl, &a, f, tot, &sum);
+            rc = drift_frames(o, p, impl, &a, age, NULL, &sum);
+            if (rc == 0) rc = drift_frames(o, p, impl, &a, f, tot, &sum);
             ms[1] = median_ms(tot, f);
             bytes[1] = mem_index_bytes(&mem, p, impl);
         }
@@ -1126,6 +1266,7 @@ static int run_drift(const options *o, const bench_peer *p) {
             FI("n", a.n),
             FI("frames", f),
             FI("age", age),
+            FI("threads", threads_of(o, p)),
             FD("fresh_ms", ms[0]),
             FD("aged_ms", ms[1]),
             FD("aged_ratio", ms[0] > 0 ? ms[1] / ms[0] : 0),
@@ -1286,6 +1427,7 @@ int main(int argc, char **argv) {
     }
     options o = {0};
     o.kinds = "all";
+    o.threads = 1;
     o.tune.element_size = TYPICAL_WIDTH;
     o.tune.max_element_size = LARGEST_WIDTH;
     bool have_n = false, have_queries = false, have_frames = false, have_tune = false, have_age = false;
@@ -1326,6 +1468,8 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--n") == 0) ok = val && parse_int(val, 0, &o.n), have_n = true;
         else if (strcmp(arg, "--frames") == 0) ok = val && parse_int(val, 1, &o.frames), have_frames = true;
         else if (strcmp(arg, "--age") == 0) ok = val && parse_int(val, 0, &o.age), have_age = true;
+        else if (strcmp(arg, "--threads") == 0)
+            ok = val && parse_int(val, 1, &o.threads) && o.threads <= MAX_THREADS;
         else if (strcmp(arg, "--queries") == 0)
             ok = val && parse_int(val, 1, &o.queries), have_queries = true;
         else if (strcmp(arg, "--repeat") == 0) ok = val && parse_int(val, 1, &o.repeat);
@@ -1369,6 +1513,16 @@ int main(int argc, char **argv) {
     }
     if (!have_n) o.n = (o.wl == W_STATIC || o.wl == W_INSERT) ? 1000000 : o.wl == W_CHECK ? 3000 : 100000;
     if (!have_queries) o.queries = o.wl == W_STATIC ? 100000 : o.wl == W_CHECK ? 1000 : 100;
+    /* One pool for the whole run, its threads reused by every call. */
+    static qg_thread_pool *pool;
+    static qg_jobs jobs;
+    if (o.threads > 1) {
+        if (qg_thread_pool_create(o.threads, &pool) != QG_OK) return note("cannot start %d threads", o.threads), 1;
+        atexit(stop_pool);
+        pool_to_stop = pool;
+        jobs = qg_thread_pool_jobs(pool);
+        o.jobs = &jobs;
+    }
     if (o.wl == W_CHECK) {
         if (!have_frames) o.frames = 10;
         return run_check(&o);

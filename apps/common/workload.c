@@ -126,9 +126,12 @@ void qgw_agents_free(qgw_agents *a) {
 }
 
 void qgw_agents_move(qgw_agents *a) {
+    qgw_agents_move_range(a, 0, a->n);
+}
+
+void qgw_agents_move_range(qgw_agents *a, int32_t begin, int32_t end) {
     const float W = a->world;
-    const int32_t n = a->n;
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = begin; i < end; i++) {
         const float h = a->h[i];
         const float hi = W - h;
         float x = a->x[i] + a->vx[i];

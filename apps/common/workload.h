@@ -102,6 +102,11 @@ void qgw_agents_free(qgw_agents *a);
 /// recomputes its box.
 void qgw_agents_move(qgw_agents *a);
 
+/// qgw_agents_move for agents [begin, end) only: disjoint ranges may run at
+/// once on different threads (each agent's step reads and writes only its
+/// own state).
+void qgw_agents_move_range(qgw_agents *a, int32_t begin, int32_t end);
+
 /// The world as a qg_rect: [0,W] x [0,W].
 qg_rect qgw_agents_bounds(const qgw_agents *a);
 

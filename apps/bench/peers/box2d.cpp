@@ -147,5 +147,5 @@ const char *b2_error(bench_impl *s) {
 }  // namespace
 
 extern "C" const bench_vtable bench_box2d_vtable = {
-    b2_create, b2_build, b2_update, b2_pairs, b2_query, b2_bytes, b2_destroy, b2_error, nullptr,
+    b2_create, b2_build, b2_update, b2_pairs, b2_query, b2_bytes, b2_destroy, b2_error, nullptr, nullptr,
 };

@@ -160,9 +160,9 @@ static const char *cp_error(bench_impl *s) {
 }
 
 const bench_vtable bench_chipmunk_bbtree_vtable = {
-    cpt_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error, NULL,
+    cpt_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error, NULL, NULL,
 };
 
 const bench_vtable bench_chipmunk_spacehash_vtable = {
-    cph_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error, NULL,
+    cph_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error, NULL, NULL,
 };

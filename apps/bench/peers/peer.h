@@ -26,6 +26,9 @@ typedef struct bench_setup {
     /// Optional quadgrid tuning, 0 = the kind's default.
     int max_depth, leaf_capacity;
     float cell_size;
+    /// `--threads`: the job system the implementation may spread its work
+    /// over (NULL = one thread). Only quadgrid uses it; peers run on one.
+    const qg_jobs *jobs;
 } bench_setup;
 
 /// How index_bytes was obtained.
@@ -58,6 +61,9 @@ typedef struct bench_vtable {
     /// Optional (NULL for peers): query plus what the search did
     /// (qg_query_with_stats), so `sparse` can report cells visited.
     bool (*query_stats)(bench_impl *self, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats);
+    /// Optional (NULL for peers): pairs on setup->jobs' workers, part p
+    /// calling fn with users[p] (qg_pairs_parallel); jobs->worker_count parts.
+    bool (*pairs_parts)(bench_impl *self, qg_pair_fn *fn, void *const *users);
 } bench_vtable;
 
 /// One entry of the list `--kind all` runs.

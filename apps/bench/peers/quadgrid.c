@@ -12,6 +12,7 @@ struct bench_impl {
     qg_handle *handle_of;  /* agent -> handle */
     int32_t *agent_of;     /* handle -> agent; NULL while handle == agent */
     int32_t n, agent_of_len;
+    const qg_jobs *jobs; /* --threads: NULL = one thread */
     qg_status status;
     const char *what;
     char err[96];
@@ -35,6 +36,7 @@ static bool qgb_create(bench_impl **out, const bench_setup *setup, const void *a
     cfg.max_depth = setup->max_depth;
     cfg.leaf_capacity = setup->leaf_capacity;
     cfg.cell_size = setup->cell_size;
+    s->jobs = setup->jobs;
     qg_status st = qg_create(&cfg, &s->index);
     if (st != QG_OK) return fail(s, "qg_create", st);
     size_t count = setup->n > 0 ? (size_t)setup->n : 1;
@@ -73,6 +75,13 @@ static bool qgb_build(bench_impl *s, const qg_rect *boxes, int32_t n, bool bulk)
 static bool qgb_update(bench_impl *s, const qg_rect *boxes, int32_t n) {
     qg_index *index = s->index;
     const qg_handle *handle_of = s->handle_of;
+    if (s->jobs != NULL) {
+        /* Several cores: the batch form of the same moves and cleanup. */
+        qg_status st = qg_move_many(index, s->jobs, handle_of, boxes, n);
+        if (st != QG_OK) return fail(s, "qg_move_many", st);
+        qg_cleanup_parallel(index, s->jobs);
+        return true;
+    }
     for (int32_t i = 0; i < n; i++) {
         qg_status st = qg_move(index, handle_of[i], boxes[i]);
         if (st != QG_OK) return fail(s, "qg_move", st);
@@ -108,6 +117,27 @@ static bool qgb_pairs(bench_impl *s, qg_pair_fn *fn, void *user) {
         st = qg_pairs(s->index, map_pair, &m);
     }
     return st == QG_OK || fail(s, "qg_pairs", st);
+}
+
+/* Each part maps its own pairs back to agents: one map_ctx a part. */
+enum { QGB_MAX_PARTS = 256 };
+
+static bool qgb_pairs_parts(bench_impl *s, qg_pair_fn *fn, void *const *users) {
+    qg_status st;
+    if (!s->agent_of) {
+        st = qg_pairs_parallel(s->index, s->jobs, fn, users, NULL);
+    } else {
+        const int32_t parts = s->jobs ? s->jobs->worker_count : 1;
+        if (parts > QGB_MAX_PARTS) return fail(s, "qg_pairs_parallel", QG_ERR_INVALID);
+        map_ctx m[QGB_MAX_PARTS];
+        void *mu[QGB_MAX_PARTS];
+        for (int32_t p = 0; p < parts; p++) {
+            m[p] = (map_ctx){s->agent_of, fn, NULL, users[p]};
+            mu[p] = &m[p];
+        }
+        st = qg_pairs_parallel(s->index, s->jobs, map_pair, mu, NULL);
+    }
+    return st == QG_OK || fail(s, "qg_pairs_parallel", st);
 }
 
 static bool qgb_query(bench_impl *s, qg_rect area, qg_query_fn *fn, void *user) {
@@ -152,4 +182,5 @@ static bool qgb_query_stats(bench_impl *s, qg_rect area, qg_query_fn *fn, void *
 
 const bench_vtable bench_quadgrid_vtable = {
     qgb_create, qgb_build, qgb_update, qgb_pairs, qgb_query, qgb_bytes, qgb_destroy, qgb_error, qgb_query_stats,
+    qgb_pairs_parts,
 };

@@ -53,5 +53,5 @@ static const char *sw_error(bench_impl *s) {
 }
 
 const bench_vtable bench_sweep_vtable = {
-    sw_create, sw_build, sw_update, sw_pairs, sw_query, sw_bytes, sw_destroy, sw_error, NULL,
+    sw_create, sw_build, sw_update, sw_pairs, sw_query, sw_bytes, sw_destroy, sw_error, NULL, NULL,
 };
