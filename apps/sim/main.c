@@ -27,6 +27,9 @@ static void usage(FILE *f) {
             "  --kind NAME         index kind (default: the fastest built for the scene)\n"
             "  --list-kinds        print every kind and whether it is built, then exit\n"
             "  --seed N            random seed (default 12345: the `agents` workload)\n"
+            "  --threads N         workers for the motion and the index calls\n"
+            "                      (qg_move_many, qg_cleanup_parallel, qg_pairs_parallel);\n"
+            "                      default: the number of cores; 1 = the one-thread calls\n"
             "  --start MODE        uniform (default), clusters or spot (all in one spot)\n"
             "  --dragons N         make N agents dragons, 20-50x larger (mixed sizes)\n"
             "  --png FILE          write the last frame as a PNG\n"
@@ -170,6 +173,10 @@ static int parse(int argc, char **argv, sim_options *o) {
             NEED_VAL;
             if (!parse_long(val, 1, 100000000, &v)) return bad(a, val);
             o->screenshot_frame = v;
+        } else if (!strcmp(a, "--threads")) {
+            NEED_VAL;
+            if (!parse_long(val, 1, 256, &v)) return bad(a, val);
+            o->threads = (int32_t)v;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
         } else if (!strcmp(a, "--hash-log")) {
@@ -385,13 +392,13 @@ static int run_batch(sim_world *w, sim_options *o, double build_ms) {
         if (o->video) fprintf(out, "  wrote %s (%ld frames)\n", o->video, vid.frames);
     }
     if (o->json) {
-        printf("{\"agents\":%d,\"kind\":\"%s\",\"frames\":%ld,\"sim_ms_median\":%.4f,"
+        printf("{\"agents\":%d,\"kind\":\"%s\",\"threads\":%d,\"frames\":%ld,\"sim_ms_median\":%.4f,"
                "\"sim_ms_max\":%.4f,\"draw_ms_median\":%.4f,\"index_bytes\":%zu,"
                "\"index_bytes_peak\":%zu,\"peak_rss_bytes\":%zu,\"move_ms_median\":%.4f,"
                "\"update_ms_median\":%.4f,\"pairs_ms_median\":%.4f,\"response_ms_median\":%.4f,"
                "\"cleanup_ms_median\":%.4f,\"fps_no_draw\":%.1f,\"pairs_median\":%.0f,"
                "\"build_ms\":%.3f,\"seed\":%" PRIu64 ",\"state_hash\":\"%016" PRIx64 "\"}\n",
-               (int)w->n, qg_kind_name(w->kind), done, med[5], max[5], drawing ? med[6] : 0.0,
+               (int)w->n, qg_kind_name(w->kind), (int)o->threads, done, med[5], max[5], drawing ? med[6] : 0.0,
                qs.memory_bytes, index_peak, rss, med[0], med[1], med[2], med[3], med[4],
                med[5] > 0 ? 1000.0 / med[5] : 0.0, pairs_med, build_ms, o->seed, world_hash(w));
     }
@@ -458,8 +465,32 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    // Same pictures, same pairs, same state hash with any thread count: the
+    // pairs are sorted before the response, and every other step is per
+    // agent.
+    qg_thread_pool *pool = NULL;
+    qg_jobs jobs;
+    if (o.threads == 0) o.threads = qg_cpu_count();
+    if (o.threads > 1) {
+        if (qg_thread_pool_create(o.threads, &pool) != QG_OK) {
+            fprintf(stderr, "quadgrid-sim: cannot start %d threads\n", (int)o.threads);
+            world_free(&w);
+            return 1;
+        }
+        jobs = qg_thread_pool_jobs(pool);
+        if (!world_set_jobs(&w, &jobs)) {
+            fprintf(stderr, "quadgrid-sim: out of memory\n");
+            world_free(&w);
+            qg_thread_pool_destroy(pool);
+            return 1;
+        }
+    }
+
     if (o.view) {
         rc = view_run(&w, &o);
+        world_free(&w);
+        qg_thread_pool_destroy(pool);
+        return rc;
         world_free(&w);
         return rc;
     }
@@ -467,5 +498,6 @@ int main(int argc, char **argv) {
 
     rc = run_batch(&w, &o, build_ms);
     world_free(&w);
+    qg_thread_pool_destroy(pool);
     return rc;
 }

@@ -34,6 +34,7 @@ typedef struct sim_options {
     const char *png, *video, *hash_log, *screenshot;
     long screenshot_frame;
     int fps;
+    int32_t threads;     // workers for the index calls and the motion (default: cores)
     bool cells, json, quiet, view, progress, workload_order;
     raster_colour colour;
 } sim_options;

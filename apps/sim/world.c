@@ -164,6 +164,9 @@ void world_free(sim_world *w) {
     free(w->pairs);
     free(w->pairs_tmp);
     free(w->radix_count);
+    for (int32_t p = 0; p < w->part_count; p++) free(w->parts[p].pairs);
+    free(w->parts);
+    free(w->boxes);
     memset(w, 0, sizeof *w);
 }
 
@@ -285,18 +288,58 @@ static inline void wall(sim_world *w, int32_t i) {
     }
 }
 
-void world_move(sim_world *w) {
-    w->frame++;
+bool world_set_jobs(sim_world *w, const qg_jobs *jobs) {
+    for (int32_t p = 0; p < w->part_count; p++) free(w->parts[p].pairs);
+    free(w->parts);
+    w->parts = NULL;
+    w->part_count = 0;
+    w->jobs = NULL;
+    if (jobs == NULL || jobs->worker_count <= 1) return true;
+    w->parts = calloc((size_t)jobs->worker_count, sizeof *w->parts);
+    if (!w->parts) return false;
+    w->part_count = jobs->worker_count;
+    for (int32_t p = 0; p < w->part_count; p++) w->parts[p].w = w;
+    w->jobs = jobs;
+    return true;
+}
+
+static void move_range(sim_world *w, int32_t begin, int32_t end) {
     float *x = w->x, *y = w->y;
     const float *vx = w->vx, *vy = w->vy;
-    for (int32_t i = 0; i < w->n; i++) {
+    for (int32_t i = begin; i < end; i++) {
         x[i] += vx[i];
         y[i] += vy[i];
         wall(w, i);
     }
 }
 
+static void move_task(int32_t begin, int32_t end, int32_t worker, void *context) {
+    (void)worker;
+    move_range(context, begin, end);
+}
+
+void world_move(sim_world *w) {
+    w->frame++;
+    // Each agent's step reads and writes only its own state: ranges of
+    // agents run at once.
+    if (w->jobs)
+        w->jobs->run(move_task, w->n, w, w->jobs->user);
+    else
+        move_range(w, 0, w->n);
+}
+
 qg_status world_update_index(sim_world *w) {
+    if (w->jobs) {
+        // One batch: the index spreads the moves over the workers it can.
+        if (w->boxes_cap < w->n) {
+            qg_rect *b = realloc(w->boxes, (size_t)w->n * sizeof *b);
+            if (!b) return QG_ERR_NOMEM;
+            w->boxes = b;
+            w->boxes_cap = w->n;
+        }
+        for (int32_t i = 0; i < w->n; i++) w->boxes[i] = box_of(w, i);
+        return qg_move_many(w->index, w->jobs, w->handle, w->boxes, w->n);
+    }
     for (int32_t i = 0; i < w->n; i++) {
         qg_status st = qg_move(w->index, w->handle[i], box_of(w, i));
         if (st != QG_OK) return st;
@@ -338,10 +381,66 @@ static bool collect_pair(qg_handle a, qg_handle b, void *user) {
     return true;
 }
 
+static bool part_pair(qg_handle a, qg_handle b, void *user) {
+    sim_part *p = user;
+    int32_t i = p->w->agent_of[a], j = p->w->agent_of[b];
+    if (i > j) {
+        int32_t t = i;
+        i = j;
+        j = t;
+    }
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 4096;
+        uint64_t *v = realloc(p->pairs, cap * sizeof *v);
+        if (!v) {
+            p->oom = true;
+            return false;
+        }
+        p->pairs = v;
+        p->cap = cap;
+    }
+    p->pairs[p->n++] = ((uint64_t)i << p->w->pair_bits) | (uint64_t)j;
+    return true;
+}
+
+// The parts' lists, one after another, into the frame's list: the sort
+// that follows makes the order the one-thread order.
+static qg_status find_pairs_parallel(sim_world *w) {
+    void *users[256];
+    size_t total = 0;
+    for (int32_t p = 0; p < w->part_count; p++) {
+        w->parts[p].n = 0;
+        w->parts[p].oom = false;
+        users[p] = &w->parts[p];
+    }
+    qg_status st = qg_pairs_parallel(w->index, w->jobs, part_pair, users, NULL);
+    for (int32_t p = 0; p < w->part_count; p++) {
+        if (w->parts[p].oom) st = QG_ERR_NOMEM;
+        total += w->parts[p].n;
+    }
+    if (st != QG_OK) return st;
+    if (total > w->pairs_cap) {
+        uint64_t *a = realloc(w->pairs, total * sizeof *a);
+        if (!a) return QG_ERR_NOMEM;
+        w->pairs = a;
+        uint64_t *t = realloc(w->pairs_tmp, total * sizeof *t);
+        if (!t) return QG_ERR_NOMEM;
+        w->pairs_tmp = t;
+        w->pairs_cap = total;
+    }
+    for (int32_t p = 0; p < w->part_count; p++) {
+        if (w->parts[p].n)
+            memcpy(w->pairs + w->npairs, w->parts[p].pairs, w->parts[p].n * sizeof *w->pairs);
+        w->npairs += w->parts[p].n;
+    }
+    return QG_OK;
+}
+
 qg_status world_find_pairs(sim_world *w) {
     w->npairs = 0;
     w->pairs_oom = false;
     w->pair_bits = bits_for(w->n);
+    if (w->jobs) return find_pairs_parallel(w);
     qg_status st = qg_pairs(w->index, collect_pair, w);
     if (st == QG_OK && w->pairs_oom) st = QG_ERR_NOMEM;
     return st;
@@ -429,7 +528,7 @@ void world_respond(sim_world *w) {
     }
 }
 
-void world_cleanup(sim_world *w) { qg_cleanup(w->index); }
+void world_cleanup(sim_world *w) { qg_cleanup_parallel(w->index, w->jobs); }
 
 uint64_t world_hash(const sim_world *w) {
     uint64_t acc = mix64((uint64_t)w->n);

@@ -40,7 +40,29 @@ typedef struct sim_world {
     int pair_bits;         // bits of an agent number in a pair key
     uint32_t frame;
     uint32_t *radix_count; // scratch for the radix sort
+
+    // --threads: the job system the index calls spread over (NULL = one
+    // thread), each pair-search part's own pair list, and the boxes of a
+    // frame's batch move.
+    const qg_jobs *jobs;
+    struct sim_part *parts;
+    int32_t part_count;
+    qg_rect *boxes;
+    int32_t boxes_cap;
 } sim_world;
+
+/// One part of a parallel pair search: its own list, so its callback needs
+/// no lock.
+typedef struct sim_part {
+    const sim_world *w;
+    uint64_t *pairs;
+    size_t n, cap;
+    bool oom;
+} sim_part;
+
+/// Runs the world's index calls on `jobs` from now on (NULL = one thread).
+/// Returns false when out of memory.
+bool world_set_jobs(sim_world *w, const qg_jobs *jobs);
 
 /// Fills the world with n agents following the `agents` workload (seed 12345
 /// gives exactly its frame 0, in its order), then applies the start layout

@@ -2,7 +2,9 @@
 # Determinism across kinds: pairs are sorted before the response, so every
 # kind must resolve the same collisions in the same order as brute_force and
 # end every frame with bit-identical agents. Comparing brute_force with
-# itself checks that a run repeats exactly.
+# itself checks that a run repeats exactly. The reference runs on one
+# thread, the kinds with the default (every core) or --threads 3: the
+# parallel calls must give the very same frames.
 . "$(dirname "$0")/common.sh"
 kinds=$("$SIM" --list-kinds | awk '$3 == "built" { print $2 }')
 echo "$kinds" | grep -qx brute_force || skip "brute_force is not built"
@@ -10,7 +12,7 @@ check() { # label, agents, frames, extra options
     label=$1 agents=$2 frames=$3
     shift 3
     "$SIM" --kind brute_force --agents "$agents" --frames "$frames" --hash-log "$TMP/ref.log" \
-        --quiet "$@"
+        --quiet "$@" --threads 1
     [ "$(wc -l < "$TMP/ref.log")" -eq "$frames" ] || fail "hash log has not $frames lines"
     # Pairs were found and resolved: most frames have some.
     awk -v f="$frames" '$2 > 0 { n++ } END { exit !(n > f / 2) }' "$TMP/ref.log" ||
@@ -30,4 +32,5 @@ check uniform 2000 200
 check dragons 1000 150 --dragons 3
 check spot 1000 150 --start spot
 check workload-order 1000 100 --workload-order
+check threads-3 1000 100 --threads 3 --dragons 2
 echo "determinism ok"
