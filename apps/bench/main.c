@@ -1444,6 +1444,8 @@ int main(int argc, char **argv) {
         list_kinds();
         return 0;
     }
+    int bench_soak_main(int argc, char **argv); /* soak.c: its own options */
+    if (strcmp(wl, "soak") == 0) return bench_soak_main(argc - 1, argv + 1);
     if (strcmp(wl, "agents") == 0) o.wl = W_AGENTS;
     else if (strcmp(wl, "mixed") == 0) o.wl = W_MIXED;
     else if (strcmp(wl, "scenes") == 0) o.wl = W_SCENES;
