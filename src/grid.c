@@ -98,4 +98,16 @@ static qg_status grid_validate(const qg_index *index, size_t *bytes)
     return gr_validate(&((const grid *)index)->g, index, bytes) ? QG_OK : QG_ERR_INVALID;
 }
 
-QG_KIND_CLASS(grid, QG_GRID, grid);
+static void grid_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                            qg_query_stats *stats)
+{
+    gr_pairs_part(&((const grid *)index)->g, index, part, parts, fn, user, stats);
+}
+
+static qg_status grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                const qg_rect *boxes, int32_t n)
+{
+    return gr_move_many(&((grid *)index)->g, NULL, index, jobs, handles, boxes, n);
+}
+
+QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many);

@@ -623,24 +623,26 @@ static inline bool gr_query_wide(const gr_grid *g, const qg_rect *boxes, qg_rect
     return true;
 }
 
-/// The everywhere list's pairs: among its elements, then each of them with
-/// every other live element (one pass over the boxes; an overlapping one is
-/// skipped when it is on the list too, as that pair came first). False
-/// when fn asked to stop.
+/// The everywhere list's pairs: among its elements (when `among`), then
+/// each of them with every other live element of handles [h0, h1) (one
+/// pass over the boxes; an overlapping one is skipped when it is on the
+/// list too, as that pair came first). False when fn asked to stop.
 static inline bool gr_pairs_wide(const gr_grid *g, const qg_index *index, qg_pair_fn *fn, void *user,
-                                 qg_query_stats *stats)
+                                 qg_query_stats *stats, qg_handle h0, qg_handle h1, bool among)
 {
     const qg_rect *boxes = index->boxes;
     const int32_t w = g->wide_count;
-    for (int32_t i = 0; i < w; ++i) {
-        const qg_rect a = boxes[g->wide[i]];
-        for (int32_t j = i + 1; j < w; ++j) {
-            if (qg_overlaps(a, boxes[g->wide[j]]) && !qg_report_pair(fn, user, g->wide[i], g->wide[j]))
-                return false;
+    stats->elements_tested += (among ? (int64_t)w * (w - 1) / 2 : 0) + (int64_t)w * (h1 - h0);
+    if (among) {
+        for (int32_t i = 0; i < w; ++i) {
+            const qg_rect a = boxes[g->wide[i]];
+            for (int32_t j = i + 1; j < w; ++j) {
+                if (qg_overlaps(a, boxes[g->wide[j]]) && !qg_report_pair(fn, user, g->wide[i], g->wide[j]))
+                    return false;
+            }
         }
     }
-    stats->elements_tested += (int64_t)w * (w - 1) / 2 + (int64_t)w * index->box_high;
-    for (qg_handle h = 0; h < index->box_high; ++h) {
+    for (qg_handle h = h0; h < h1; ++h) {
         const qg_rect b = boxes[h];
         if (isnan(b.min_x))
             continue;
@@ -763,21 +765,19 @@ static inline bool gr_pairs_among(const gr_grid *g, int32_t x, int32_t y, const 
     return true;
 }
 
-/// Every overlapping pair once: rows in order, cells in order; a pair is
+/// The pairs of rows [y0, y1): rows in order, cells in order; a pair is
 /// reported only in the wrapped cell of the top-left corner of the two
 /// boxes' overlap (gr_key). The lists of a run of cells are gathered first,
 /// prefetching every element's box, so the boxes' cache misses overlap
-/// instead of queueing one behind the other.
-static inline void gr_pairs(const gr_grid *g, const qg_index *index, qg_pair_fn *fn, void *user,
-                            qg_query_stats *stats)
+/// instead of queueing one behind the other. False when fn asked to stop.
+static inline bool gr_pairs_rows(const gr_grid *g, const qg_index *index, int32_t y0, int32_t y1, qg_pair_fn *fn,
+                                 void *user, qg_query_stats *stats)
 {
     const qg_rect *boxes = index->boxes;
-    if (g->wide_count > 0 && !gr_pairs_wide(g, index, fn, user, stats))
-        return;
     qg_handle ids[GR_BATCH];
     int32_t cell_x[GR_BATCH / 2];
     int start[GR_BATCH / 2 + 1];
-    for (int32_t y = 0; y < g->nrows; ++y) {
+    for (int32_t y = y0; y < y1; ++y) {
         const gr_row *r = &g->rows[y];
         if (r->cells == NULL || r->live < 2) {
             stats->nodes_visited++; // one look at the row says no cell holds two
@@ -803,7 +803,7 @@ static inline void gr_pairs(const gr_grid *g, const qg_index *index, qg_pair_fn 
                 }
                 if (e >= 0) {
                     if (!gr_pairs_long(g, r, x, y, boxes, fn, user, stats))
-                        return;
+                        return false;
                     continue;
                 }
                 stats->elements_tested += (int64_t)k * (k - 1) / 2;
@@ -813,10 +813,359 @@ static inline void gr_pairs(const gr_grid *g, const qg_index *index, qg_pair_fn 
             }
             for (int i = 0; i < n; ++i) {
                 if (!gr_pairs_among(g, cell_x[i], y, ids + start[i], start[i + 1] - start[i], boxes, fn, user))
-                    return;
+                    return false;
             }
         }
     }
+    return true;
+}
+
+/// Every overlapping pair once: the everywhere list's, then every row's.
+static inline void gr_pairs(const gr_grid *g, const qg_index *index, qg_pair_fn *fn, void *user,
+                            qg_query_stats *stats)
+{
+    if (g->wide_count > 0 && !gr_pairs_wide(g, index, fn, user, stats, 0, index->box_high, true))
+        return;
+    gr_pairs_rows(g, index, 0, g->nrows, fn, user, stats);
+}
+
+/// The band of rows [*y0, *y1) that part `part` of `parts` takes: bands
+/// are contiguous and balanced by the rows' element nodes (a row goes to
+/// the part its middle node falls in), so uneven scenes still split evenly.
+/// Every part computes all the bands the same way from the same state.
+static inline void gr_band(const gr_grid *g, int32_t part, int32_t parts, int32_t *y0, int32_t *y1)
+{
+    int64_t total = 0;
+    for (int32_t y = 0; y < g->nrows; ++y)
+        total += g->rows[y].live;
+    if (total == 0) {
+        int64_t b, e;
+        qg_part_range(g->nrows, part, parts, &b, &e);
+        *y0 = (int32_t)b;
+        *y1 = (int32_t)e;
+        return;
+    }
+    int64_t before = 0;
+    int32_t y = 0;
+    *y0 = -1;
+    for (; y < g->nrows; ++y) {
+        const int64_t live = g->rows[y].live;
+        const int64_t owner = (2 * before + live) * parts / (2 * total);
+        if (owner >= part && *y0 < 0)
+            *y0 = y;
+        if (owner > part)
+            break;
+        before += live;
+    }
+    if (*y0 < 0)
+        *y0 = y;
+    *y1 = y;
+}
+
+/// Part `part` of `parts` of gr_pairs: the everywhere list's pairs split by
+/// handle range (those among the list in part 0), then a band of rows
+/// (gr_band). A pair is reported in one cell only, and a cell lies in one
+/// band, so the parts are disjoint and their union is gr_pairs' set: the
+/// torus wrap changes nothing, as the reporting cell is a wrapped cell.
+static inline void gr_pairs_part(const gr_grid *g, const qg_index *index, int32_t part, int32_t parts,
+                                 qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    if (g->wide_count > 0) {
+        int64_t b, e;
+        qg_part_range(index->box_high, part, parts, &b, &e);
+        if (!gr_pairs_wide(g, index, fn, user, stats, (qg_handle)b, (qg_handle)e, part == 0))
+            return;
+    }
+    int32_t y0, y1;
+    gr_band(g, part, parts, &y0, &y1);
+    gr_pairs_rows(g, index, y0, y1, fn, user, stats);
+}
+
+/* ---- several cores: the batch move --------------------------------------- */
+
+/// The most parts a job system may ask for (index.c's limit).
+#define GR_MAX_PARTS 256
+
+/// One move of a batch whose cells change: its handle, its old and new
+/// cell ranges and whether each is on the everywhere list instead.
+typedef struct gr_change {
+    gr_ibox ob, nb;
+    qg_handle h;
+    int32_t ow, nw;
+} gr_change;
+
+/// A batch move's shared state (gr_move_many).
+typedef struct gr_batch {
+    gr_grid *g;
+    qg_rect *base_boxes;
+    const qg_handle *handles;
+    const qg_rect *boxes;
+    uint8_t *moved; ///< per move: 1 when its cells change (phase 1)
+    gr_change *changes;
+    int32_t nchanges, n, parts;
+    int32_t band[GR_MAX_PARTS + 1]; ///< part p relinks rows [band[p], band[p + 1])
+} gr_batch;
+
+/// Phase 1, over ranges of the batch: which moves change cells. Reads only.
+static inline void gr_batch_classify(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    gr_batch *b = context;
+    const gr_grid *g = b->g;
+    for (int32_t i = begin; i < end; ++i) {
+        const gr_ibox nb = gr_map_box(g, b->boxes[i]), ob = gr_map_box(g, b->base_boxes[b->handles[i]]);
+        // A box that stays everywhere changes no cell either.
+        b->moved[i] = !gr_ibox_equal(ob, nb) && !(gr_is_wide(g, ob) && gr_is_wide(g, nb));
+    }
+}
+
+/// Phase 2, one part each: the part's share of the batch stores its boxes,
+/// then the part unlinks and links the changed moves' cells in its band of
+/// rows: every unlink of the band before any link, so a row never holds
+/// more nodes than it holds at the end (what was reserved). Rows are the
+/// only shared structure touched, and each row has one owner. The bitset
+/// of QG_MULTI_GRID is shared across bands: it is brought up to date after.
+static inline void gr_batch_relink(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    gr_batch *b = context;
+    gr_grid *g = b->g;
+    for (int32_t p = begin; p < end; ++p) {
+        int64_t i0, i1;
+        qg_part_range(b->n, p, b->parts, &i0, &i1);
+        for (int64_t i = i0; i < i1; ++i)
+            b->base_boxes[b->handles[i]] = b->boxes[i];
+        const int32_t y0 = b->band[p], y1 = b->band[p + 1];
+        if (y0 == y1)
+            continue;
+        for (int32_t c = 0; c < b->nchanges; ++c) {
+            const gr_change *m = &b->changes[c];
+            if (m->ow)
+                continue;
+            const gr_ibox ob = m->ob, nb = m->nb;
+            const int32_t nx = gr_span(ob.x0, ob.x1, g->cols), ny = gr_span(ob.y0, ob.y1, g->nrows);
+            for (int32_t k = 0; k < ny; ++k) {
+                const int32_t y = (ob.y0 + k) & g->my;
+                if (y < y0 || y >= y1)
+                    continue;
+                gr_row *r = &g->rows[y];
+                for (int32_t j = 0; j < nx; ++j) {
+                    const int32_t x = (ob.x0 + j) & g->mx;
+                    if (m->nw || !gr_in(g, nb, x, y))
+                        gr_unlink(r, x, m->h);
+                }
+            }
+        }
+        for (int32_t c = 0; c < b->nchanges; ++c) {
+            const gr_change *m = &b->changes[c];
+            if (m->nw)
+                continue;
+            const gr_ibox ob = m->ob, nb = m->nb;
+            const int32_t nx = gr_span(nb.x0, nb.x1, g->cols), ny = gr_span(nb.y0, nb.y1, g->nrows);
+            for (int32_t k = 0; k < ny; ++k) {
+                const int32_t y = (nb.y0 + k) & g->my;
+                if (y < y0 || y >= y1)
+                    continue;
+                gr_row *r = &g->rows[y];
+                for (int32_t j = 0; j < nx; ++j) {
+                    const int32_t x = (nb.x0 + j) & g->mx;
+                    if (m->ow || !gr_in(g, ob, x, y))
+                        gr_link(r, x, m->h);
+                }
+            }
+        }
+    }
+}
+
+/// Adds to delta[y] the nodes row y gains (+) and loses (-) when h goes from
+/// range `from` to range `to` (cells of `from` not in `to`: -1 each; a
+/// wide range has no cells), and marks in adds[y] that the row gains one.
+static inline void gr_batch_count(const gr_grid *g, const gr_change *m, int32_t *delta, uint8_t *adds)
+{
+    if (!m->ow) {
+        const int32_t nx = gr_span(m->ob.x0, m->ob.x1, g->cols), ny = gr_span(m->ob.y0, m->ob.y1, g->nrows);
+        for (int32_t k = 0; k < ny; ++k) {
+            const int32_t y = (m->ob.y0 + k) & g->my;
+            for (int32_t j = 0; j < nx; ++j)
+                delta[y] -= m->nw || !gr_in(g, m->nb, (m->ob.x0 + j) & g->mx, y);
+        }
+    }
+    if (!m->nw) {
+        const int32_t nx = gr_span(m->nb.x0, m->nb.x1, g->cols), ny = gr_span(m->nb.y0, m->nb.y1, g->nrows);
+        for (int32_t k = 0; k < ny; ++k) {
+            const int32_t y = (m->nb.y0 + k) & g->my;
+            int32_t gain = 0;
+            for (int32_t j = 0; j < nx; ++j)
+                gain += m->ow || !gr_in(g, m->ob, (m->nb.x0 + j) & g->mx, y);
+            delta[y] += gain;
+            adds[y] |= gain > 0;
+        }
+    }
+}
+
+/// Gives every row what the batch's relinks need (cells where it gains
+/// nodes and has none, nodes for its live count at the end); on failure
+/// gives back what it grew and returns false (the rows' undo records).
+static inline bool gr_batch_reserve(gr_grid *g, qg_alloc *alloc, const int32_t *delta, const uint8_t *adds)
+{
+    bool ok = true;
+    for (int32_t y = 0; y < g->nrows && ok; ++y) {
+        gr_row *r = &g->rows[y];
+        if (!adds[y])
+            continue;
+        if (r->cells == NULL) {
+            r->cells = qg_mem_alloc(alloc, (size_t)g->cols * sizeof(int32_t));
+            if (r->cells == NULL) {
+                ok = false;
+                break;
+            }
+            memset(r->cells, 0xff, (size_t)g->cols * sizeof(int32_t));
+            r->undo_cells = 1;
+        }
+        const int64_t needed = (int64_t)r->live + delta[y];
+        if (needed > r->capacity) {
+            int64_t cap = (int64_t)r->capacity + r->capacity / 2;
+            cap = cap < needed ? needed : cap;
+            cap = cap < 8 ? 8 : cap;
+            void *q = cap > INT32_MAX ? NULL
+                                      : qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
+                                                      (size_t)cap * sizeof(qg_enode));
+            if (q == NULL) {
+                ok = false;
+                break;
+            }
+            r->undo_capacity = r->capacity;
+            r->nodes = q;
+            r->capacity = (int32_t)cap;
+        }
+    }
+    for (int32_t y = 0; y < g->nrows; ++y) {
+        gr_row *r = &g->rows[y];
+        if (!ok && r->undo_capacity >= 0) {
+            r->nodes = qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
+                                     (size_t)r->undo_capacity * sizeof(qg_enode));
+            r->capacity = r->undo_capacity;
+        }
+        if (!ok && r->undo_cells) {
+            qg_mem_free(alloc, r->cells, (size_t)g->cols * sizeof(int32_t));
+            r->cells = NULL;
+        }
+        gr_row_reset_undo(r);
+    }
+    return ok;
+}
+
+/// qg_move_many for both grids (bits: QG_MULTI_GRID's bitset, else NULL).
+/// 1. In parallel over the batch: which moves change cells (reads only).
+/// 2. Serially over the changed ones (a few percent of a frame's moves on
+///    `agents`): their ranges, each row's node balance, and every
+///    allocation (the everywhere list through a txn, the rows with their
+///    undo records); QG_ERR_NOMEM here leaves the index as it was.
+/// 3. In parallel, one part each: a share of the box stores, and the
+///    relinks of a band of rows (gr_batch_relink).
+/// 4. Serially: the everywhere list and the bitset of the changed moves.
+/// The lists end up holding what n qg_move calls give (node order within a
+/// cell may differ, which no answer depends on).
+static inline qg_status gr_move_many(gr_grid *g, gr_bits *bits, qg_index *index, const qg_jobs *jobs,
+                                     const qg_handle *handles, const qg_rect *boxes, int32_t n)
+{
+    qg_alloc *alloc = &index->alloc;
+    gr_batch *b = qg_mem_alloc(alloc, sizeof(gr_batch));
+    uint8_t *moved = qg_mem_alloc(alloc, (size_t)n);
+    int32_t *delta = qg_mem_alloc(alloc, (size_t)g->nrows * sizeof(int32_t));
+    uint8_t *adds = qg_mem_alloc(alloc, (size_t)g->nrows);
+    gr_change *changes = NULL;
+    size_t changes_bytes = 0;
+    qg_status s = QG_ERR_NOMEM;
+    if (b == NULL || moved == NULL || delta == NULL || adds == NULL)
+        goto out;
+    b->g = g;
+    b->base_boxes = index->boxes;
+    b->handles = handles;
+    b->boxes = boxes;
+    b->moved = moved;
+    b->n = n;
+    b->parts = jobs != NULL && jobs->worker_count > 1 ? jobs->worker_count : 1;
+    qg_jobs_run(jobs, gr_batch_classify, n, b);
+    int32_t nchanges = 0;
+    for (int32_t i = 0; i < n; ++i)
+        nchanges += moved[i];
+    changes_bytes = (size_t)nchanges * sizeof(gr_change);
+    if (nchanges > 0 && (changes = qg_mem_alloc(alloc, changes_bytes)) == NULL)
+        goto out;
+    memset(delta, 0, (size_t)g->nrows * sizeof(int32_t));
+    memset(adds, 0, (size_t)g->nrows);
+    int64_t wide_net = 0;
+    for (int32_t i = 0, c = 0; i < n; ++i) {
+        if (!moved[i])
+            continue;
+        gr_change *m = &changes[c++];
+        m->h = handles[i];
+        m->ob = gr_map_box(g, index->boxes[m->h]);
+        m->nb = gr_map_box(g, boxes[i]);
+        m->ow = gr_is_wide(g, m->ob);
+        m->nw = gr_is_wide(g, m->nb);
+        wide_net += m->nw - m->ow;
+        gr_batch_count(g, m, delta, adds);
+    }
+    qg_txn txn;
+    qg_txn_begin(&txn, alloc);
+    if (wide_net > 0 && !qg_txn_reserve(&txn, (void **)&g->wide, &g->wide_capacity, sizeof(int32_t),
+                                        (int64_t)g->wide_count + wide_net))
+        goto out;
+    if (!gr_batch_reserve(g, alloc, delta, adds)) {
+        qg_txn_rollback(&txn);
+        goto out;
+    }
+    // Nothing can fail from here on. The bands are fixed before any row
+    // changes (gr_band reads the rows' counts).
+    s = QG_OK;
+    b->changes = changes;
+    b->nchanges = nchanges;
+    for (int32_t p = 0; p < b->parts; ++p)
+        gr_band(g, p, b->parts, &b->band[p], &b->band[p + 1]);
+    qg_jobs_run(jobs, gr_batch_relink, b->parts, b);
+    for (int32_t c = 0; c < nchanges; ++c) {
+        const gr_change *m = &changes[c];
+        if (m->ow && !m->nw)
+            gr_wide_remove(g, m->h);
+    }
+    for (int32_t c = 0; c < nchanges; ++c) {
+        const gr_change *m = &changes[c];
+        if (m->nw && !m->ow)
+            g->wide[g->wide_count++] = m->h;
+    }
+    if (bits != NULL) {
+        // Each changed cell's bit from its list, in any order: a set or a
+        // clear keeps the levels above consistent with level 1.
+        for (int32_t c = 0; c < nchanges; ++c) {
+            const gr_change *m = &changes[c];
+            for (int w = 0; w < 2; ++w) {
+                const gr_ibox r = w ? m->nb : m->ob;
+                if (w ? m->nw : m->ow)
+                    continue;
+                const int32_t nx = gr_span(r.x0, r.x1, g->cols), ny = gr_span(r.y0, r.y1, g->nrows);
+                for (int32_t k = 0; k < ny; ++k) {
+                    const int32_t y = (r.y0 + k) & g->my;
+                    const gr_row *row = &g->rows[y];
+                    for (int32_t j = 0; j < nx; ++j) {
+                        const int32_t x = (r.x0 + j) & g->mx;
+                        if (row->cells != NULL && row->cells[x] >= 0)
+                            gr_bits_set(bits, x, y);
+                        else
+                            gr_bits_clear(bits, x, y);
+                    }
+                }
+            }
+        }
+    }
+out:
+    qg_mem_free(alloc, changes, changes_bytes);
+    qg_mem_free(alloc, adds, (size_t)g->nrows);
+    qg_mem_free(alloc, delta, (size_t)g->nrows * sizeof(int32_t));
+    qg_mem_free(alloc, moved, (size_t)n);
+    qg_mem_free(alloc, b, sizeof(gr_batch));
+    return s;
 }
 
 /* ---- stats, visit, validate ---------------------------------------------- */

@@ -307,4 +307,18 @@ static qg_status multi_grid_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS(multi_grid, QG_MULTI_GRID, multi_grid);
+static void multi_grid_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                                  qg_query_stats *stats)
+{
+    gr_pairs_part(&((const multi_grid *)index)->g, index, part, parts, fn, user, stats);
+}
+
+static qg_status multi_grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                      const qg_rect *boxes, int32_t n)
+{
+    multi_grid *mg = (multi_grid *)index;
+    return gr_move_many(&mg->g, &mg->bits, index, jobs, handles, boxes, n);
+}
+
+QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .pairs_part = multi_grid_pairs_part,
+                 .move_many = multi_grid_move_many);
