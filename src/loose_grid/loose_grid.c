@@ -326,6 +326,142 @@ static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
 }
 
 
+/* ---- several cores -------------------------------------------------------- */
+
+/// A batch move's shared state (loose_grid_move_many).
+typedef struct lg_batch {
+    loose_grid *g;
+    const qg_handle *handles;
+    const qg_rect *boxes;
+    uint8_t *far; ///< per move: 1 when it is not lg_move_plain's first, local case
+    int32_t n;
+} lg_batch;
+
+/// Phase 1, over ranges of the batch: which moves are near (the first move
+/// since cleanup, within the margin and in the same cell: only the
+/// element's own box and `cell` word change). Reads only.
+static void lg_batch_classify(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    const lg_batch *b = context;
+    const loose_grid *g = b->g;
+    for (int32_t i = begin; i < end; ++i) {
+        const qg_handle h = b->handles[i];
+        const qg_rect box = b->boxes[i];
+        const uint32_t w = g->cell[h];
+        b->far[i] = !((w >> LG_CELL_BITS) != g->epoch && (w & LG_CELL_MASK) == (uint32_t)lg_loose_of(g, box) &&
+                      lg_inside(box, lg_fatten(g, g->base.boxes[h])));
+    }
+}
+
+/// Phase 3, over ranges of the batch: the near moves, each writing only its
+/// own element's box and `cell` word (as lg_move_plain's first case).
+static void lg_batch_near(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    const lg_batch *b = context;
+    loose_grid *g = b->g;
+    const uint32_t epoch = g->epoch << LG_CELL_BITS;
+    for (int32_t i = begin; i < end; ++i) {
+        if (b->far[i])
+            continue;
+        const qg_handle h = b->handles[i];
+        g->base.boxes[h] = b->boxes[i];
+        g->cell[h] = (g->cell[h] & LG_CELL_MASK) | epoch;
+    }
+}
+
+/// Moves handles[i] to boxes[i] for the far moves one at a time, as qg_move
+/// does; on QG_ERR_NOMEM the ones done are moved back in reverse order (a
+/// move back needs no memory: the old box is inside its cell's loose box,
+/// which only grows between cleanups, and a relink keeps the node's slot).
+/// old[] holds a box per far move.
+static qg_status lg_batch_far(loose_grid *g, const lg_batch *b, qg_rect *old)
+{
+    qg_index *index = &g->base;
+    qg_status s = QG_OK;
+    int32_t i = 0, j = 0;
+    for (; i < b->n; ++i) {
+        if (!b->far[i])
+            continue;
+        const qg_handle h = b->handles[i];
+        old[j++] = index->boxes[h];
+        qg_txn txn;
+        qg_txn_begin(&txn, &index->alloc);
+        s = lg_move_plain(g, &txn, h, b->boxes[i]);
+        if (s != QG_OK) {
+            qg_txn_rollback(&txn);
+            break;
+        }
+    }
+    while (s != QG_OK && i-- > 0) {
+        if (!b->far[i])
+            continue;
+        qg_txn txn;
+        qg_txn_begin(&txn, &index->alloc);
+        if (lg_move_plain(g, &txn, b->handles[i], old[--j]) != QG_OK)
+            qg_txn_rollback(&txn); // cannot happen (see above)
+    }
+    return s;
+}
+
+/// The look at the world a pending re-fit asks for (g->refit), before a
+/// batch moves anything: planned from the elements where they are, re-fitted
+/// when that helps (every element re-filed, so a move of the batch can
+/// always be undone without memory). QG_ERR_NOMEM before any change.
+static qg_status lg_batch_look(loose_grid *g)
+{
+    lg_plan p;
+    qg_lg_plan_world(g, g->base.count, -1, (qg_rect){0, 0, 0, 0}, &p);
+    const bool better = qg_lg_plan_better(g, &p);
+    if (better) {
+        qg_txn txn;
+        qg_txn_begin(&txn, &g->base.alloc);
+        if (qg_lg_refit(g, &txn, &p, -1, (qg_rect){0, 0, 0, 0}, false) != QG_OK) {
+            qg_txn_rollback(&txn);
+            return QG_ERR_NOMEM;
+        }
+    }
+    lg_looked(g, g->base.count, better);
+    return QG_OK;
+}
+
+/// qg_move_many. Most moves of a frame are near ones (on `agents`, every
+/// element moves a little each frame and cleanup runs in between), which
+/// touch only their own element: they are found in parallel (phase 1),
+/// the far ones, which grow loose boxes and relink lists, run serially with
+/// their own undo (phase 2), and only when those all succeeded do the near
+/// ones store their boxes, in parallel (phase 3): QG_ERR_NOMEM leaves no
+/// element moved. A pending re-fit is looked at first (lg_batch_look).
+static qg_status loose_grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                      const qg_rect *boxes, int32_t n)
+{
+    loose_grid *g = (loose_grid *)index;
+    qg_alloc *alloc = &index->alloc;
+    lg_batch b = {g, handles, boxes, NULL, n};
+    b.far = qg_mem_alloc(alloc, (size_t)n);
+    if (b.far == NULL || (g->refit && lg_batch_look(g) != QG_OK)) {
+        qg_mem_free(alloc, b.far, (size_t)n);
+        return QG_ERR_NOMEM;
+    }
+    qg_jobs_run(jobs, lg_batch_classify, n, &b);
+    int32_t nfar = 0;
+    for (int32_t i = 0; i < n; ++i)
+        nfar += b.far[i];
+    const size_t old_bytes = (size_t)nfar * sizeof(qg_rect);
+    qg_rect *old = nfar > 0 ? qg_mem_alloc(alloc, old_bytes) : NULL;
+    qg_status s = QG_ERR_NOMEM;
+    if (nfar == 0 || old != NULL) {
+        g->fresh = false;
+        s = lg_batch_far(g, &b, old);
+        if (s == QG_OK)
+            qg_jobs_run(jobs, lg_batch_near, n, &b);
+    }
+    qg_mem_free(alloc, old, old_bytes);
+    qg_mem_free(alloc, b.far, (size_t)n);
+    return s;
+}
+
 static void loose_grid_cleanup(qg_index *index)
 {
     loose_grid *g = (loose_grid *)index;
@@ -548,5 +684,6 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     qg_lg_pairs(index, fn, user, stats);
 }
 
-QG_KIND_CLASS(loose_grid, QG_LOOSE_GRID, loose_grid);
+QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .pairs_part = qg_lg_pairs_part,
+                 .move_many = loose_grid_move_many);
 

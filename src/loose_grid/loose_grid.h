@@ -295,5 +295,7 @@ int32_t qg_lg_collect(loose_grid *g);
 void qg_lg_refile(loose_grid *g, int32_t n);
 bool qg_lg_crowded(const loose_grid *g, int32_t n);
 void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);
+void qg_lg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                      qg_query_stats *stats);
 
 #endif

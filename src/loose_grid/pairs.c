@@ -189,23 +189,27 @@ static bool lg_pairs_cell_fresh(const loose_grid *g, int32_t ia, int32_t cx, int
     return go;
 }
 
-void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+/// The pairs reported from loose cells [c0, c1): each pair is reported from
+/// one loose cell only (lg_pairs_cell_fresh, lg_pairs_of), so disjoint
+/// ranges of cells give disjoint sets of pairs. False when fn asked to stop.
+static bool lg_pairs_cells(const loose_grid *g, int32_t c0, int32_t c1, qg_pair_fn *fn, void *user,
+                           qg_query_stats *stats)
 {
-    const loose_grid *g = (const loose_grid *)index;
-    const qg_rect *boxes = index->boxes;
-    const int32_t nl = g->lcols * g->lrows;
+    const qg_rect *boxes = g->base.boxes;
     if (g->fresh) {
         // Right after qg_cleanup: everything streams from the items.
-        for (int32_t cy = 0, ia = 0; cy < g->lrows; ++cy) {
-            for (int32_t cx = 0; cx < g->lcols; ++cx, ++ia) {
-                if (g->start[ia] != g->start[ia + 1] && !lg_pairs_cell_fresh(g, ia, cx, cy, fn, user, stats))
-                    return;
+        for (int32_t ia = c0, cy = c0 / g->lcols, cx = c0 % g->lcols; ia < c1; ++ia) {
+            if (g->start[ia] != g->start[ia + 1] && !lg_pairs_cell_fresh(g, ia, cx, cy, fn, user, stats))
+                return false;
+            if (++cx == g->lcols) {
+                cx = 0;
+                cy++;
             }
         }
-        return;
+        return true;
     }
     lg_gathered A;
-    for (int32_t ia = 0; ia < nl; ++ia) {
+    for (int32_t ia = c0; ia < c1; ++ia) {
         const lg_loose *ca = &g->loose[ia];
         if (ca->head < 0)
             continue;
@@ -215,10 +219,10 @@ void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_sta
                 for (int j = i + 1; j < A.n; ++j) {
                     stats->elements_tested++;
                     if (qg_overlaps(A.box[i], A.box[j]) && !qg_report_pair(fn, user, A.h[i], A.h[j]))
-                        return;
+                        return false;
                 }
                 if (!lg_pairs_of(g, ia, A.h[i], A.box[i], fn, user, stats))
-                    return;
+                    return false;
             }
         } else {
             for (int32_t ka = ca->head; ka >= 0; ka = g->next[ka]) {
@@ -227,12 +231,55 @@ void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_sta
                     const qg_handle b = g->items[kb].h;
                     stats->elements_tested++;
                     if (qg_overlaps(boxes[a], boxes[b]) && !qg_report_pair(fn, user, a, b))
-                        return;
+                        return false;
                 }
                 if (!lg_pairs_of(g, ia, a, boxes[a], fn, user, stats))
-                    return;
+                    return false;
             }
         }
     }
+    return true;
 }
 
+void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    const loose_grid *g = (const loose_grid *)index;
+    lg_pairs_cells(g, 0, g->lcols * g->lrows, fn, user, stats);
+}
+
+/// The first loose cell whose run starts at or after item `item` (start[]
+/// never decreases).
+static int32_t lg_cell_at(const loose_grid *g, int64_t item)
+{
+    int32_t lo = 0, hi = g->lcols * g->lrows;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (g->start[mid] < item)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/// Part `part` of `parts` of the pair search: a range of loose cells, cut
+/// where the runs of the last cleanup (start[]) split the items evenly, so
+/// the parts hold about as many elements each (an even split of the cells
+/// when nothing was packed yet). Pairs are reported from one cell each, so
+/// the parts are disjoint and their union is qg_lg_pairs' set.
+void qg_lg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                      qg_query_stats *stats)
+{
+    const loose_grid *g = (const loose_grid *)index;
+    const int32_t nl = g->lcols * g->lrows, packed = g->start[nl];
+    int64_t c0, c1;
+    if (packed == 0) {
+        qg_part_range(nl, part, parts, &c0, &c1);
+    } else {
+        int64_t i0, i1;
+        qg_part_range(packed, part, parts, &i0, &i1);
+        c0 = part == 0 ? 0 : lg_cell_at(g, i0);
+        c1 = part == parts - 1 ? nl : lg_cell_at(g, i1);
+    }
+    lg_pairs_cells(g, (int32_t)c0, (int32_t)c1, fn, user, stats);
+}

@@ -411,7 +411,7 @@ static int32_t lg_collect_refit(loose_grid *g)
 
 /// Moves the index into plan p's world (element oh given box obox: the box
 /// of a move, or of an insert whose slot is taken and whose item is
-/// reserved). Everything is allocated first: the new cell arrays, and the
+/// reserved; oh = -1 for none, as a batch move re-fits before it moves). Everything is allocated first: the new cell arrays, and the
 /// links their loose boxes need (computed from the elements, before any
 /// change); QG_ERR_NOMEM then leaves the index as it was (the caller's txn
 /// shrinks the links back). Then the old arrays go, and every element is
@@ -472,7 +472,7 @@ qg_status qg_lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handle oh
     g->cell_w = p->cell;
     if (insert)
         g->items[qg_lg_take_item(g)].h = oh;
-    else
+    else if (oh >= 0)
         index->boxes[oh] = obox;
     g->epoch = (g->epoch + 1) % LG_EPOCHS;
     qg_lg_refile(g, lg_collect_refit(g));
