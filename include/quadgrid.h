@@ -241,6 +241,53 @@ QG_API bool qg_kind_available(qg_kind kind);
 /// walks everything, so it is slow.
 QG_API qg_status qg_validate(const qg_index *index);
 
+/* ---- Ray casts, nearest neighbours, bulk insert ------------------------ */
+
+/// Ray callback: `handle` is hit at parameter t (the point origin + t*direction).
+/// Return the new max_t: the current max_t to go on, t to keep only hits no
+/// farther than this one (closest-hit search), any negative value to stop.
+typedef float qg_ray_fn(qg_handle handle, float t, void *user);
+
+/// The hit test every ray call uses, exactly the formula of the `rays` workload
+/// (../shared/workloads.md): true when the segment origin + t*(dx,dy), t in
+/// [0, max_t], touches the closed box; *t = the entry parameter (0 inside).
+/// Per axis with a non-zero direction the slab parameters (min - o) / d and
+/// (max - o) / d narrow [0, max_t] (a NaN parameter, from a direction so
+/// small that 1/d overflows, narrows nothing); a zero direction needs the
+/// origin inside the slab. `t` may be NULL.
+QG_API bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t);
+
+/// Calls fn once for each live element qg_ray_box accepts at the current
+/// max_t (each at most once, in any order; near to far where the kind can).
+/// A direction (0,0) tests the origin point. QG_ERR_INVALID for a NaN or
+/// infinite origin or direction, or max_t NaN or < 0 (max_t may be +inf).
+/// In closest-hit mode (fn returns t) fn still sees every element whose t
+/// equals the smallest t, so ties can be broken by handle.
+QG_API qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float dy,
+                            float max_t, qg_ray_fn *fn, void *user);
+
+/// Squared distance from a point to a closed box (0 inside), exactly the
+/// formula of the `knn` workload.
+QG_API float qg_point_box_distance2(qg_rect box, float x, float y);
+
+/// The k live elements nearest to (x, y) with distance2 <= max_distance2, in
+/// (distance2, handle) ascending order: handles[0..*found), and their squared
+/// distances in distances2 when it is not NULL. Never allocates. QG_ERR_INVALID
+/// for a NaN or infinite point, k < 0, max_distance2 NaN or < 0, or handles
+/// NULL with k > 0 (or found NULL).
+QG_API qg_status qg_nearest(const qg_index *index, float x, float y, int32_t k,
+                            float max_distance2, qg_handle *handles, float *distances2,
+                            int32_t *found);
+
+/// Inserts boxes[0..n): handles[i] becomes the handle of boxes[i], the same
+/// handles n successive qg_insert calls would have returned. All or nothing:
+/// any bad box gives QG_ERR_INVALID, a failed allocation QG_ERR_NOMEM, and the
+/// index is then as it was (it may keep capacity the attempt grew).
+/// QG_ERR_CAPACITY when the count would pass what the kind addresses, and
+/// nothing is inserted. Kinds may build in bulk (one sort) here.
+QG_API qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n,
+                                qg_handle *handles);
+
 /* ---- Several cores ------------------------------------------------------
  *
  * quadgrid never creates threads behind your back: it splits its work into

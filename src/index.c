@@ -31,11 +31,7 @@ static const char *const kind_names[QG_KIND_COUNT] = {
 
 static bool box_valid(qg_rect b)
 {
-    // x - x is 0 for every finite x and NaN for NaN and both infinities, so
-    // one comparison checks all four coordinates (this runs on every move;
-    // it relies on strict IEEE arithmetic, which the build keeps).
-    const float z = (b.min_x - b.min_x) + (b.min_y - b.min_y) + (b.max_x - b.max_x) + (b.max_y - b.max_y);
-    return (z == 0.0f) & (b.min_x <= b.max_x) & (b.min_y <= b.max_y);
+    return qg_box_valid(b);
 }
 
 static bool area_valid(qg_rect b)
@@ -485,4 +481,82 @@ void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
         index->klass->cleanup_parallel(index, jobs);
     else
         index->klass->cleanup(index);
+}
+
+/* ---- Bulk insert -------------------------------------------------------- */
+
+/// Takes the slot the next qg_insert would take and stores `box` in it
+/// (capacity reserved by the caller).
+static qg_handle slot_take(qg_index *index, qg_rect box)
+{
+    qg_handle h;
+    if (index->free_head >= 0) {
+        h = index->free_head;
+        index->free_head = slot_next_free(index, h);
+    } else {
+        h = index->box_high++;
+    }
+    index->boxes[h] = box;
+    return h;
+}
+
+qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_handle *handles)
+{
+    if (index == NULL || n < 0 || (n > 0 && (boxes == NULL || handles == NULL)))
+        return QG_ERR_INVALID;
+    for (int32_t i = 0; i < n; ++i)
+        if (!box_valid(boxes[i]))
+            return QG_ERR_INVALID;
+    if (n == 0)
+        return QG_OK;
+    int32_t reusable = 0;
+    for (int32_t h = index->free_head; h >= 0 && reusable < n; h = slot_next_free(index, h))
+        reusable++;
+    const int64_t high = (int64_t)index->box_high + (n - reusable);
+    if (high > INT32_MAX)
+        return QG_ERR_CAPACITY;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!qg_txn_reserve(&txn, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high))
+        return QG_ERR_NOMEM;
+    const int32_t old_high = index->box_high;
+    qg_status s = QG_OK;
+    int32_t taken = 0;
+    if (index->klass->insert_many != NULL) {
+        for (; taken < n; ++taken)
+            handles[taken] = slot_take(index, boxes[taken]);
+        s = index->klass->insert_many(index, &txn, handles, n);
+    } else {
+        // One insert at a time, each slot taken just before its insert (a
+        // kind may walk the live slots); a failure takes the ones before it
+        // out again (removal never allocates).
+        for (; taken < n; ++taken) {
+            handles[taken] = slot_take(index, boxes[taken]);
+            qg_txn one;
+            qg_txn_begin(&one, &index->alloc);
+            s = index->klass->insert(index, &one, handles[taken], boxes[taken]);
+            if (s != QG_OK) {
+                qg_txn_rollback(&one);
+                taken++; // its slot is given back below
+                break;
+            }
+        }
+        if (s != QG_OK)
+            for (int32_t i = taken - 1; i-- > 0;)
+                index->klass->remove(index, handles[i]);
+    }
+    if (s != QG_OK) {
+        // Handles issued beyond the old high water mark go away; reused ones
+        // go back on the free list in their old order.
+        for (int32_t i = taken; i-- > 0;)
+            if (handles[i] < old_high)
+                slot_free(index, handles[i]);
+        index->box_high = old_high;
+        qg_txn_rollback(&txn);
+        for (int32_t i = 0; i < n; ++i)
+            handles[i] = -1;
+        return s;
+    }
+    index->count += n;
+    return QG_OK;
 }

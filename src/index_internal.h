@@ -81,6 +81,16 @@ struct qg_kind_class {
                            const qg_rect *boxes, int32_t n);
     /// cleanup() with its work spread over `jobs` (never NULL here).
     void (*cleanup_parallel)(qg_index *index, const qg_jobs *jobs);
+    /// qg_raycast with valid arguments and at least one element.
+    void (*raycast)(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                    void *user);
+    /// qg_nearest with valid arguments, k >= 1 and at least one element.
+    int32_t (*nearest)(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                       qg_handle *handles, float *distances2);
+    /// Adds handles[0..n) (slots taken, boxes set, all valid) in one go. All
+    /// or nothing: may fail only with QG_ERR_NOMEM or QG_ERR_CAPACITY, then
+    /// before any change.
+    qg_status (*insert_many)(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n);
 };
 
 /// Defines the table of a kind whose struct is `type` and whose functions
@@ -143,6 +153,16 @@ extern const qg_kind_class qg_multi_grid_class;
 extern const qg_kind_class qg_loose_grid_class;
 extern const qg_kind_class qg_point_grid_class;
 extern const qg_kind_class qg_brute_force_class;
+
+/// A storable box: finite, min <= max on both axes. x - x is 0 for every
+/// finite x and NaN for NaN and both infinities, so one comparison checks all
+/// four coordinates (this runs on every move; it relies on strict IEEE
+/// arithmetic, which the build keeps).
+static inline bool qg_box_valid(qg_rect b)
+{
+    const float z = (b.min_x - b.min_x) + (b.min_y - b.min_y) + (b.max_x - b.max_x) + (b.max_y - b.max_y);
+    return (z == 0.0f) & (b.min_x <= b.max_x) & (b.min_y <= b.max_y);
+}
 
 /// The closed-box overlap test every kind and the oracle share.
 /// Bitwise & rather than &&: one well-predicted branch instead of four

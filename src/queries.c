@@ -1,0 +1,302 @@
+// Ray casts and nearest neighbours: the public calls, their argument checks,
+// the exact tests every kind shares (qg_ray_box, qg_point_box_distance2),
+// and the forms a kind without its own traversal gets, built on its
+// rectangle query.
+//
+// Generic ray cast: the segment is cut into pieces about four typical
+// elements long, each piece's bounding box is queried near to far, and an
+// element is reported only by the piece its entry parameter t falls in, so
+// it is reported once without any memory of what was seen. Closest-hit
+// callbacks shrink max_t, and the pieces past it are never queried.
+//
+// Generic nearest: a square around the point is queried, growing 4x until
+// it holds k elements all nearer than its inscribed circle (or max_distance
+// or every element); the k best so far live in the caller's handles array
+// as a max-heap keyed by (distance2, handle), distances recomputed from the
+// base's boxes, so the call never allocates.
+#include "index_internal.h"
+
+bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t)
+{
+    float t0 = 0.0f, t1 = max_t;
+    if (dx == 0.0f) {
+        if (ox < box.min_x || ox > box.max_x)
+            return false;
+    } else {
+        const float inv = 1.0f / dx;
+        float ta = (box.min_x - ox) * inv, tb = (box.max_x - ox) * inv;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        // Comparisons, not fmaxf: a NaN parameter leaves the range as it is.
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (dy == 0.0f) {
+        if (oy < box.min_y || oy > box.max_y)
+            return false;
+    } else {
+        const float inv = 1.0f / dy;
+        float ta = (box.min_y - oy) * inv, tb = (box.max_y - oy) * inv;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (!(t0 <= t1))
+        return false;
+    if (t != NULL)
+        *t = t0;
+    return true;
+}
+
+float qg_point_box_distance2(qg_rect box, float x, float y)
+{
+    float ex = box.min_x - x, ey = box.min_y - y;
+    const float fx = x - box.max_x, fy = y - box.max_y;
+    ex = fx > ex ? fx : ex;
+    ey = fy > ey ? fy : ey;
+    ex = ex > 0.0f ? ex : 0.0f;
+    ey = ey > 0.0f ? ey : 0.0f;
+    // Two statements: a product and a sum the compiler may not fuse.
+    const float xx = ex * ex, yy = ey * ey;
+    return xx + yy;
+}
+
+/* ---- ray casts ---------------------------------------------------------- */
+
+typedef struct ray_ctx {
+    const qg_rect *boxes;
+    float ox, oy, dx, dy;
+    float max_t;       ///< current, as the callback left it
+    float lo, hi;      ///< this piece owns entry parameters [lo, hi) ([lo, hi] for the last)
+    bool last, stop;
+    qg_ray_fn *fn;
+    void *user;
+} ray_ctx;
+
+static bool ray_candidate(qg_handle h, void *user)
+{
+    ray_ctx *r = user;
+    float t;
+    if (!qg_ray_box(r->boxes[h], r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
+        return true;
+    if (t < r->lo || (t >= r->hi && !r->last))
+        return true; // another piece reports it
+    const float m = r->fn(h, t, r->user);
+    if (!(m >= 0.0f)) {
+        r->stop = true;
+        return false;
+    }
+    r->max_t = m < r->max_t ? m : r->max_t;
+    return true;
+}
+
+/// The box of the segment between parameters a and b, widened by a hair
+/// for rounding in the points and in the entry parameters.
+static qg_rect ray_piece(const ray_ctx *r, float a, float b)
+{
+    const float ax = r->ox + a * r->dx, ay = r->oy + a * r->dy;
+    const float bx = r->ox + b * r->dx, by = r->oy + b * r->dy;
+    qg_rect q = {ax < bx ? ax : bx, ay < by ? ay : by, ax < bx ? bx : ax, ay < by ? by : ay};
+    const float ex = 1e-5f * (fabsf(ax) + fabsf(bx) + fabsf(r->ox)) + 1e-30f;
+    const float ey = 1e-5f * (fabsf(ay) + fabsf(by) + fabsf(r->oy)) + 1e-30f;
+    q.min_x -= ex, q.max_x += ex, q.min_y -= ey, q.max_y += ey;
+    return q;
+}
+
+static void ray_generic(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                        void *user)
+{
+    ray_ctx r = {index->boxes, ox, oy, dx, dy, max_t, 0.0f, 0.0f, false, false, fn, user};
+    qg_query_stats stats = {0, 0};
+    const float len = sqrtf(dx * dx + dy * dy);
+    if (len == 0.0f || max_t == 0.0f) {
+        // A point: every box holding the origin, at t = 0.
+        r.last = true;
+        index->klass->query(index, (qg_rect){ox, oy, ox, oy}, ray_candidate, &r, &stats);
+        return;
+    }
+    // Pieces about four typical elements long (the config says how big
+    // elements are), at most 4,096 of them over the finite part; past the
+    // bounds' diagonal one last piece reaches to max_t (it may be infinite).
+    const qg_rect b = index->config.bounds;
+    float typical = index->config.element_size > 0.0f ? index->config.element_size : qg_rect_extent(b) / 64.0f;
+    if (!(typical > 0.0f))
+        typical = 1.0f;
+    const double reach = fabs((double)ox - b.min_x) + fabs((double)ox - b.max_x) + fabs((double)oy - b.min_y) +
+                         fabs((double)oy - b.max_y);
+    double finite = reach / len;
+    if (finite > max_t)
+        finite = max_t;
+    double step = 4.0 * typical / len;
+    if (finite / step > 4096.0)
+        step = finite / 4096.0;
+    const int32_t pieces = finite > 0.0 ? (int32_t)ceil(finite / step) : 0;
+    for (int32_t i = 0; i < pieces && !r.stop; ++i) {
+        r.lo = (float)(step * i);
+        r.hi = i + 1 == pieces ? (float)finite : (float)(step * (i + 1));
+        if (r.lo > r.max_t)
+            return;
+        r.last = i + 1 == pieces && (float)finite >= max_t;
+        index->klass->query(index, ray_piece(&r, r.lo, r.hi < r.max_t ? r.hi : r.max_t), ray_candidate, &r, &stats);
+    }
+    if (r.stop || (pieces > 0 && (float)finite >= max_t))
+        return;
+    // The rest, [finite, max_t]: its box may reach to infinity.
+    r.lo = pieces > 0 ? (float)finite : 0.0f;
+    r.hi = r.max_t;
+    r.last = true;
+    if (r.lo > r.max_t)
+        return;
+    qg_rect q;
+    if (isinf(r.max_t)) {
+        const float inf = INFINITY;
+        const qg_rect a = ray_piece(&r, r.lo, r.lo);
+        q.min_x = dx < 0.0f ? -inf : a.min_x;
+        q.max_x = dx > 0.0f ? inf : a.max_x;
+        q.min_y = dy < 0.0f ? -inf : a.min_y;
+        q.max_y = dy > 0.0f ? inf : a.max_y;
+    } else {
+        q = ray_piece(&r, r.lo, r.max_t);
+    }
+    index->klass->query(index, q, ray_candidate, &r, &stats);
+}
+
+qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                     void *user)
+{
+    if (index == NULL || fn == NULL || !isfinite(ox) || !isfinite(oy) || !isfinite(dx) || !isfinite(dy) ||
+        isnan(max_t) || max_t < 0.0f)
+        return QG_ERR_INVALID;
+    if (index->count == 0)
+        return QG_OK;
+    if (index->klass->raycast != NULL)
+        index->klass->raycast(index, ox, oy, dx, dy, max_t, fn, user);
+    else
+        ray_generic(index, ox, oy, dx, dy, max_t, fn, user);
+    return QG_OK;
+}
+
+/* ---- nearest ------------------------------------------------------------ */
+
+typedef struct near_ctx {
+    const qg_rect *boxes;
+    float x, y, max_d2;
+    qg_handle *heap; ///< max-heap by (distance2, handle): the worst on top
+    int32_t n, k;
+    int32_t seen;    ///< elements the query reported
+} near_ctx;
+
+static inline bool near_before(float da, qg_handle a, float db, qg_handle b)
+{
+    return da < db || (da == db && a < b);
+}
+
+static inline float near_d2(const near_ctx *c, qg_handle h)
+{
+    return qg_point_box_distance2(c->boxes[h], c->x, c->y);
+}
+
+static void near_sift_down(near_ctx *c, int32_t i)
+{
+    for (;;) {
+        int32_t l = 2 * i + 1, m = i;
+        if (l < c->n && near_before(near_d2(c, c->heap[m]), c->heap[m], near_d2(c, c->heap[l]), c->heap[l]))
+            m = l;
+        if (l + 1 < c->n &&
+            near_before(near_d2(c, c->heap[m]), c->heap[m], near_d2(c, c->heap[l + 1]), c->heap[l + 1]))
+            m = l + 1;
+        if (m == i)
+            return;
+        const qg_handle t = c->heap[i];
+        c->heap[i] = c->heap[m];
+        c->heap[m] = t;
+        i = m;
+    }
+}
+
+static bool near_candidate(qg_handle h, void *user)
+{
+    near_ctx *c = user;
+    c->seen++;
+    const float d = near_d2(c, h);
+    if (!(d <= c->max_d2))
+        return true;
+    if (c->n < c->k) {
+        int32_t i = c->n++;
+        c->heap[i] = h;
+        while (i > 0) {
+            const int32_t p = (i - 1) / 2;
+            if (!near_before(near_d2(c, c->heap[p]), c->heap[p], d, h))
+                break;
+            c->heap[i] = c->heap[p];
+            c->heap[p] = h;
+            i = p;
+        }
+    } else if (near_before(d, h, near_d2(c, c->heap[0]), c->heap[0])) {
+        c->heap[0] = h;
+        near_sift_down(c, 0);
+    }
+    return true;
+}
+
+static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t k, float max_d2, qg_handle *handles)
+{
+    near_ctx c = {index->boxes, x, y, max_d2, handles, 0, k, 0};
+    float r = index->config.element_size > 0.0f ? 2.0f * index->config.element_size
+                                                 : qg_rect_extent(index->config.bounds) / 64.0f;
+    if (!(r > 0.0f))
+        r = 1.0f;
+    for (;;) {
+        c.n = 0;
+        c.seen = 0;
+        qg_query_stats stats = {0, 0};
+        const qg_rect area = {x - r, y - r, x + r, y + r};
+        index->klass->query(index, area, near_candidate, &c, &stats);
+        // Done when nothing outside the square can be nearer than what is
+        // held: the square holds every element (or every one within
+        // max_distance), or k elements all inside its inscribed circle.
+        // 0.99: rounding in the squares must not let an outside box tie.
+        const float safe = 0.99f * r, safe2 = safe * safe;
+        if (c.seen == index->count || isinf(r) || max_d2 <= safe2 ||
+            (c.n == k && near_d2(&c, c.heap[0]) < safe2))
+            break;
+        r *= 4.0f;
+    }
+    // Heap to ascending order, in place.
+    const int32_t found = c.n;
+    while (c.n > 1) {
+        const qg_handle t = c.heap[0];
+        c.heap[0] = c.heap[c.n - 1];
+        c.heap[c.n - 1] = t;
+        c.n--;
+        near_sift_down(&c, 0);
+    }
+    return found;
+}
+
+qg_status qg_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2, qg_handle *handles,
+                     float *distances2, int32_t *found)
+{
+    if (found != NULL)
+        *found = 0;
+    if (index == NULL || found == NULL || !isfinite(x) || !isfinite(y) || k < 0 || isnan(max_distance2) ||
+        max_distance2 < 0.0f || (handles == NULL && k > 0))
+        return QG_ERR_INVALID;
+    if (k == 0 || index->count == 0)
+        return QG_OK;
+    const int32_t n = index->klass->nearest != NULL
+                          ? index->klass->nearest(index, x, y, k, max_distance2, handles, distances2)
+                          : nearest_generic(index, x, y, k, max_distance2, handles);
+    if (distances2 != NULL)
+        for (int32_t i = 0; i < n; ++i)
+            distances2[i] = qg_point_box_distance2(index->boxes[handles[i]], x, y);
+    *found = n;
+    return QG_OK;
+}
