@@ -7,13 +7,17 @@
 // outside them and the kinds re-fit) and the point grid's size bound (its
 // levels). An operation can make the kind's next allocation fail: the call
 // must answer QG_ERR_NOMEM and change nothing, which every later comparison
-// with the oracle (which skips the call) checks.
+// with the oracle (which skips the call) checks. The batch calls
+// (qg_move_many, qg_insert_many), ray casts, nearest neighbours and the
+// parallel calls (through a job system that runs the parts in reverse on
+// this thread) are operations too.
 //
 //   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQG_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_ops
 //   build-fuzz/fuzz/fuzz_ops -max_total_time=60 fuzz/corpus
 #include <quadgrid.h>
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -115,6 +119,33 @@ static bool on_pair(qg_handle a, qg_handle b, void *user)
     return true;
 }
 
+/// A job system on this thread that runs the items last to first.
+static void reverse_run(qg_task_fn *task, int32_t count, void *context, void *user)
+{
+    (void)user;
+    for (int32_t i = count; i-- > 0;)
+        task(i, i + 1, i % 3, context);
+}
+
+typedef struct ray_sum {
+    uint64_t sum, count;
+    float best;
+    qg_handle best_h;
+    bool closest;
+} ray_sum;
+
+static float on_ray(qg_handle h, float t, void *user)
+{
+    ray_sum *s = user;
+    uint32_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    s->sum += ((uint64_t)(uint32_t)h << 32 | bits) * 0x94D049BB133111EBull;
+    s->count++;
+    if (t < s->best || (t == s->best && h < s->best_h))
+        s->best = t, s->best_h = h;
+    return s->closest ? t : INFINITY;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -143,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const bool armed = arm_next;
         fail.fail_next = arm_next;
         arm_next = false;
-        uint32_t op = take(&r, 1) % 8;
+        uint32_t op = take(&r, 1) % 13;
         switch (op) {
         case 0:
         case 1: {
@@ -186,6 +217,84 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             hits a = {0, 0}, b = {0, 0};
             if (qg_pairs(index, on_pair, &a) != QG_OK || qg_pairs(oracle, on_pair, &b) != QG_OK ||
                 a.sum != b.sum || a.count != b.count)
+                abort();
+            break;
+        }
+        case 8: { // a batch of moves: the same status, the same result
+            enum { MAX = 16 };
+            qg_handle hs[MAX];
+            qg_rect bs[MAX];
+            const int32_t n = (int32_t)(take(&r, 1) % (MAX + 1));
+            for (int32_t i = 0; i < n; ++i) {
+                hs[i] = (qg_handle)(take(&r, 2) % 512) - 4;
+                bs[i] = box(&r);
+            }
+            const qg_jobs jobs = {(int32_t)(take(&r, 1) % 4) + 1, reverse_run, NULL};
+            qg_status s = qg_move_many(index, &jobs, hs, bs, n);
+            if (s == QG_ERR_NOMEM && armed)
+                break;
+            if (s != qg_move_many(oracle, NULL, hs, bs, n))
+                abort();
+            break;
+        }
+        case 9: { // a bulk insert: the same handles
+            enum { MAX = 12 };
+            qg_rect bs[MAX];
+            qg_handle ha[MAX], hb[MAX];
+            const int32_t n = (int32_t)(take(&r, 1) % (MAX + 1));
+            for (int32_t i = 0; i < n; ++i)
+                bs[i] = box(&r);
+            qg_status s = qg_insert_many(index, bs, n, ha);
+            if (s == QG_ERR_NOMEM && armed)
+                break;
+            if (s != qg_insert_many(oracle, bs, n, hb) || (s == QG_OK && memcmp(ha, hb, sizeof(qg_handle) * (size_t)n)))
+                abort();
+            break;
+        }
+        case 10: { // a ray: every hit, then the closest
+            const float ox = coord(&r), oy = coord(&r);
+            const float dx = (float)((int)(take(&r, 1) % 9) - 4) * 0.5f, dy = coord(&r) / 256.0f;
+            const uint32_t m = take(&r, 1);
+            const float max_t = m == 255 ? INFINITY : (float)m * 4.0f;
+            for (int closest = 0; closest < 2; ++closest) {
+                ray_sum a = {0, 0, INFINITY, -1, closest}, b = {0, 0, INFINITY, -1, closest};
+                qg_status sa = qg_raycast(index, ox, oy, dx, dy, max_t, on_ray, &a);
+                if (sa != qg_raycast(oracle, ox, oy, dx, dy, max_t, on_ray, &b) || a.best_h != b.best_h ||
+                    (!closest && (a.sum != b.sum || a.count != b.count)))
+                    abort();
+            }
+            break;
+        }
+        case 11: { // the k nearest, in (distance2, handle) order
+            enum { K = 10 };
+            const float x = coord(&r), y = coord(&r);
+            const int32_t k = (int32_t)(take(&r, 1) % (K + 1));
+            const uint32_t m = take(&r, 1);
+            const float max_d2 = m == 255 ? INFINITY : (float)(m * m);
+            qg_handle ha[K], hb[K];
+            float da[K], db[K];
+            int32_t fa = -1, fb = -2;
+            qg_status sa = qg_nearest(index, x, y, k, max_d2, ha, da, &fa);
+            if (sa != qg_nearest(oracle, x, y, k, max_d2, hb, db, &fb) || fa != fb ||
+                memcmp(ha, hb, sizeof(qg_handle) * (size_t)fa) || memcmp(da, db, sizeof(float) * (size_t)fa))
+                abort();
+            break;
+        }
+        case 12: { // pairs in parts (their sums add up), or a parallel cleanup
+            const int32_t parts = (int32_t)(take(&r, 1) % 5) + 1;
+            const qg_jobs jobs = {parts, reverse_run, NULL};
+            if (parts == 5) {
+                qg_cleanup_parallel(index, &jobs);
+                break;
+            }
+            hits a[4] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}, b = {0, 0};
+            void *users[4] = {&a[0], &a[1], &a[2], &a[3]};
+            if (qg_pairs_parallel(index, &jobs, on_pair, users, NULL) != QG_OK ||
+                qg_pairs(oracle, on_pair, &b) != QG_OK)
+                abort();
+            for (int32_t p = 1; p < parts; ++p)
+                a[0].sum += a[p].sum, a[0].count += a[p].count;
+            if (a[0].sum != b.sum || a[0].count != b.count)
                 abort();
             break;
         }
