@@ -60,11 +60,10 @@ static void brute_force_query(const qg_index *index, qg_rect area, qg_query_fn *
     }
 }
 
-static void brute_force_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+/// Pairs (a, b), a < b, with a in [from, to).
+static void bf_pairs_from(const qg_index *index, qg_handle from, qg_handle to, qg_pair_fn *fn, void *user)
 {
-    stats->nodes_visited = 1;
-    stats->elements_tested = (int64_t)index->count * (index->count - 1) / 2;
-    for (qg_handle a = 0; a < index->box_high; ++a) {
+    for (qg_handle a = from; a < to; ++a) {
         if (!qg_slot_live(index, a))
             continue;
         for (qg_handle b = a + 1; b < index->box_high; ++b) {
@@ -72,6 +71,50 @@ static void brute_force_pairs(const qg_index *index, qg_pair_fn *fn, void *user,
                 !fn(a, b, user))
                 return;
         }
+    }
+}
+
+static void brute_force_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    stats->nodes_visited = 1;
+    stats->elements_tested = (int64_t)index->count * (index->count - 1) / 2;
+    bf_pairs_from(index, 0, index->box_high, fn, user);
+}
+
+/// Row a tests the n - 1 - a handles after it: part p takes the rows where
+/// the triangle's area reaches p/parts of the whole, so the parts test
+/// about as many pairs each.
+static qg_handle bf_split(int64_t n, int32_t part, int32_t parts)
+{
+    if (part >= parts)
+        return (qg_handle)n;
+    const double left = (double)(parts - part) / parts; // share of the area after the split
+    const double a = (double)n * (1.0 - sqrt(left));
+    return (qg_handle)(a < 0 ? 0 : a > (double)n ? (double)n : a);
+}
+
+static void brute_force_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                                   qg_query_stats *stats)
+{
+    const qg_handle from = bf_split(index->box_high, part, parts), to = bf_split(index->box_high, part + 1, parts);
+    stats->nodes_visited = part == 0;
+    for (qg_handle a = from; a < to; ++a)
+        stats->elements_tested += index->box_high - 1 - a;
+    bf_pairs_from(index, from, to, fn, user);
+}
+
+/// Every element against the segment: the oracle stays the plainest loop.
+static void brute_force_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                                qg_ray_fn *fn, void *user)
+{
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        float t;
+        if (!qg_slot_live(index, h) || !qg_ray_box(index->boxes[h], ox, oy, dx, dy, max_t, &t))
+            continue;
+        const float m = fn(h, t, user);
+        if (!(m >= 0.0f))
+            return;
+        max_t = m < max_t ? m : max_t;
     }
 }
 
@@ -94,4 +137,5 @@ static qg_status brute_force_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS(brute_force, QG_BRUTE_FORCE, qg_index);
+QG_KIND_CLASS_EX(brute_force, QG_BRUTE_FORCE, qg_index, .pairs_part = brute_force_pairs_part,
+                 .raycast = brute_force_raycast);
