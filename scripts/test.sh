@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # xvfb, xdotool and imagemagick let the window test (sim_view) run headless
 # instead of skipping.
 scripts/deps.sh build-essential cmake pkg-config libcmocka-dev \
-    libpng-dev libsdl2-dev libchipmunk-dev libbox2d-dev ffmpeg \
+    libpng-dev libsdl2-dev libchipmunk-dev libbox2d-dev libboost-dev ffmpeg \
     xvfb xdotool imagemagick
 
 build=${BUILD_DIR:-build}

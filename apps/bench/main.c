@@ -16,12 +16,13 @@
 #include <quadgrid.h>
 
 #include "peers/peer.h"
+#include "rays.h"
 #include "workload.h"
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                  */
 
-typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT } workload;
+typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT, W_RAYS, W_KNN } workload;
 typedef enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV } out_format;
 
 typedef struct options {
@@ -51,7 +52,7 @@ enum { QUADRATIC_LIMIT = 20000 };
 #define LARGEST_WIDTH 8.0f
 
 static const char *workload_name(workload w) {
-    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift"};
+    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift", "rays", "knn"};
     return names[w];
 }
 
@@ -72,6 +73,9 @@ static const bench_peer peers[] = {
 #ifdef QG_BENCH_HAVE_BOX2D
     {"box2d_dynamic_tree", &bench_box2d_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false},
 #endif
+#ifdef QG_BENCH_HAVE_BOOST
+    {"boost_rtree", &bench_boost_rtree_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false},
+#endif
 };
 enum { PEER_COUNT = sizeof peers / sizeof peers[0] };
 
@@ -82,6 +86,9 @@ static const char *const missing_peers[] = {
 #endif
 #ifndef QG_BENCH_HAVE_BOX2D
     "box2d_dynamic_tree",
+#endif
+#ifndef QG_BENCH_HAVE_BOOST
+    "boost_rtree",
 #endif
     NULL,
 };
@@ -1128,6 +1135,8 @@ static void usage(FILE *f) {
           "           --scene NAME[,NAME] (agents,mixed,dragons,outside,huge,tiny)\n"
           "           --budget S (seconds one kind may take in one scene, default 20)\n"
           "  static   N boxes, window queries\n"
+          "  rays     segment casts (length 256) over the static boxes: all hits and closest hit\n"
+          "  knn      the 8 nearest static boxes to each of Q points\n"
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
           "  check    test the sort-and-sweep reference against plain loops\n"
@@ -1143,8 +1152,8 @@ static void usage(FILE *f) {
           "                       qg_cleanup_parallel, qg_pairs_parallel; static: the queries\n"
           "                       split over them) and the agents' own motion; peers run on\n"
           "                       one thread (default 1; JSON field threads)\n"
-          "  --queries Q          static 100000, sparse 100\n"
-          "  --repeat R           insert: builds, median reported (default 3)\n"
+          "  --queries Q          static/rays/knn 100000, sparse 100\n"
+          "  --repeat R           insert: builds, rays/knn: timed passes; median reported (default 3)\n"
           "  --json | --csv       one line per (workload, kind, n)\n"
           "  --verify             compare every frame/query with sort-and-sweep, fail on mismatch\n"
           "                       (scenes: pairs are always compared; --verify adds queries)\n"
@@ -1285,7 +1294,8 @@ out:
 }
 
 static int run_one(const options *o, const bench_peer *p, bool from_all) {
-    bool limited = o->wl == W_AGENTS || o->wl == W_MIXED || o->wl == W_STATIC || o->wl == W_DRIFT;
+    bool limited = o->wl == W_AGENTS || o->wl == W_MIXED || o->wl == W_STATIC || o->wl == W_DRIFT ||
+                   o->wl == W_RAYS || o->wl == W_KNN;
     if (from_all && p->quadratic && limited && o->n > QUADRATIC_LIMIT) {
         note("skipping %s: O(n^2) above n=%d (ask for it with --kind %s)", p->name, QUADRATIC_LIMIT,
              p->name);
@@ -1298,6 +1308,10 @@ static int run_one(const options *o, const bench_peer *p, bool from_all) {
     case W_SPARSE: return run_queries(o, p);
     case W_INSERT: return run_insert(o, p);
     case W_DRIFT: return run_drift(o, p);
+    case W_RAYS:
+    case W_KNN: /* rays.c */
+        return bench_rays_run(&(bench_rays_options){o->wl == W_KNN, o->n, o->queries, o->repeat, o->verify,
+                                                    (int)o->format, &o->tune}, p);
     case W_CHECK:
     case W_SCENES: break;
     }
@@ -1454,6 +1468,8 @@ int main(int argc, char **argv) {
     else if (strcmp(wl, "sparse") == 0) o.wl = W_SPARSE;
     else if (strcmp(wl, "insert") == 0) o.wl = W_INSERT;
     else if (strcmp(wl, "check") == 0) o.wl = W_CHECK;
+    else if (strcmp(wl, "rays") == 0) o.wl = W_RAYS;
+    else if (strcmp(wl, "knn") == 0) o.wl = W_KNN;
     else {
         note("unknown workload '%s'", wl);
         usage(stderr);
@@ -1513,8 +1529,8 @@ int main(int argc, char **argv) {
         }
         if (takes) i++;
     }
-    if (!have_n) o.n = (o.wl == W_STATIC || o.wl == W_INSERT) ? 1000000 : o.wl == W_CHECK ? 3000 : 100000;
-    if (!have_queries) o.queries = o.wl == W_STATIC ? 100000 : o.wl == W_CHECK ? 1000 : 100;
+    if (!have_n) o.n = (o.wl == W_STATIC || o.wl == W_INSERT || o.wl == W_RAYS || o.wl == W_KNN) ? 1000000 : o.wl == W_CHECK ? 3000 : 100000;
+    if (!have_queries) o.queries = (o.wl == W_STATIC || o.wl == W_RAYS || o.wl == W_KNN) ? 100000 : o.wl == W_CHECK ? 1000 : 100;
     /* One pool for the whole run, its threads reused by every call. */
     static qg_thread_pool *pool;
     static qg_jobs jobs;
@@ -1531,6 +1547,10 @@ int main(int argc, char **argv) {
     }
     if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED && o.wl != W_DRIFT) {
         note("--age is an option of the agents, mixed and drift workloads");
+        return 2;
+    }
+    if ((o.wl == W_RAYS || o.wl == W_KNN) && o.threads > 1) {
+        note("rays and knn run on one thread (--threads does not apply)");
         return 2;
     }
     if ((have_scene || have_budget) && o.wl != W_SCENES) {
@@ -1585,7 +1605,7 @@ int main(int argc, char **argv) {
         free(list);
     }
     if (o.wl != W_INSERT) {
-        int r = cross_check(&o);
+        int r = o.wl == W_RAYS || o.wl == W_KNN ? bench_rays_cross_check() : cross_check(&o);
         if (r > rc) rc = r;
     }
     return rc;

@@ -132,6 +132,81 @@ bool b2_query(bench_impl *s, qg_rect area, qg_query_fn *fn, void *user) {
     return true;
 }
 
+// Rays: b2DynamicTree::RayCast from p1 = origin to p2 = origin +
+// max_t*direction. Its traversal (fat-box overlap with the segment's box, then
+// the separating-axis test, both in float) reaches the leaves; the callback
+// applies the workload's float test (qg_ray_box). The tree's leaves are fat
+// by b2_aabbExtension, so its pruning is conservative. All hits: the callback
+// returns the input's maxFraction (go on, no clipping). Closest hit: it
+// returns the fraction of the best t so far plus a little slack, and the
+// tree clips the segment there (elements at the same t, which the tie-break
+// needs, still reach the callback; 0 would stop the cast, so the slack also
+// keeps a hit at t = 0 from ending it).
+constexpr float kRaySlack = 0.01f;
+
+struct RayAll {
+    const bench_impl *self;
+    const bench_ray *ray;
+    qg_query_fn *fn;
+    void *user;
+
+    float RayCastCallback(const b2RayCastInput &input, int32_t proxy) {
+        int32_t j = agent_of(self->tree, proxy);
+        if (qg_ray_box(self->boxes[j], ray->ox, ray->oy, ray->dx, ray->dy, ray->max_t, nullptr)) fn(j, user);
+        return input.maxFraction;
+    }
+};
+
+struct RayClosest {
+    const bench_impl *self;
+    const bench_ray *ray;
+    int32_t best;
+    float best_t;
+
+    float RayCastCallback(const b2RayCastInput &input, int32_t proxy) {
+        int32_t j = agent_of(self->tree, proxy);
+        float t;
+        if (qg_ray_box(self->boxes[j], ray->ox, ray->oy, ray->dx, ray->dy, ray->max_t, &t) &&
+            (best < 0 || t < best_t || (t == best_t && j < best))) {
+            best = j;
+            best_t = t;
+            float f = (t + kRaySlack) / ray->max_t;
+            return f < input.maxFraction ? f : input.maxFraction;
+        }
+        return input.maxFraction;
+    }
+};
+
+b2RayCastInput ray_input(const bench_ray *r) {
+    b2RayCastInput in;
+    in.p1.Set(r->ox, r->oy);
+    in.p2.Set(r->ox + r->max_t * r->dx, r->oy + r->max_t * r->dy);
+    in.maxFraction = 1.0f;
+    return in;
+}
+
+bool b2_ray_all(bench_impl *s, const bench_ray *ray, qg_query_fn *fn, void *user) {
+    if (!(ray->max_t > 0.0f) || (ray->dx == 0.0f && ray->dy == 0.0f)) {
+        s->err = "Box2D casts need a segment of non-zero length";
+        return false;
+    }
+    RayAll c{s, ray, fn, user};
+    s->tree.RayCast(&c, ray_input(ray));
+    return true;
+}
+
+bool b2_ray_closest(bench_impl *s, const bench_ray *ray, int32_t *hit, float *t) {
+    if (!(ray->max_t > 0.0f) || (ray->dx == 0.0f && ray->dy == 0.0f)) {
+        s->err = "Box2D casts need a segment of non-zero length";
+        return false;
+    }
+    RayClosest c{s, ray, -1, 0.0f};
+    s->tree.RayCast(&c, ray_input(ray));
+    *hit = c.best;
+    *t = c.best_t;
+    return true;
+}
+
 size_t b2_bytes(bench_impl *) {
     return 0;  // the tree's capacity is private; the bench measures the heap
 }
@@ -148,4 +223,5 @@ const char *b2_error(bench_impl *s) {
 
 extern "C" const bench_vtable bench_box2d_vtable = {
     b2_create, b2_build, b2_update, b2_pairs, b2_query, b2_bytes, b2_destroy, b2_error, nullptr, nullptr,
+    b2_ray_all, b2_ray_closest, nullptr,
 };

@@ -159,10 +159,82 @@ static const char *cp_error(bench_impl *s) {
     return s->index ? NULL : "could not create the Chipmunk index";
 }
 
+/* ---- rays: cpSpatialIndexSegmentQuery ------------------------------------
+ *
+ * The segment a -> b = origin -> origin + max_t*direction (double); Chipmunk
+ * measures along it by the fraction t_exit in [0, 1] and calls back for each
+ * leaf (bbtree) or hashed object (spacehash) its traversal reaches, in double
+ * arithmetic. The callback applies the workload's float test (qg_ray_box).
+ * Closest hit: the callback returns the fraction of the best t so far plus a
+ * little slack, so Chipmunk prunes (bbtree: subtrees whose box the segment
+ * enters at or after t_exit) while elements at the same t, which the
+ * tie-break needs, and float-vs-double rounding (far below the slack) still
+ * reach the callback. The tree's leaves are its fattened boxes (10% of the
+ * size, by the velocity function), so its pruning is conservative. */
+#define RAY_SLACK 0.01f
+
+typedef struct seg_ctx {
+    bench_impl *self;
+    const bench_ray *ray;
+    qg_query_fn *fn;
+    void *user;
+    int32_t best;
+    float best_t;
+    cpFloat t_exit;
+} seg_ctx;
+
+static cpFloat seg_all_cb(void *obj1, void *obj2, void *data) {
+    (void)obj1;
+    seg_ctx *c = data;
+    const bench_ray *r = c->ray;
+    int32_t j = (int32_t)((const cp_obj *)obj2 - c->self->objs);
+    if (qg_ray_box(c->self->boxes[j], r->ox, r->oy, r->dx, r->dy, r->max_t, NULL)) c->fn(j, c->user);
+    return 1.0;
+}
+
+static cpFloat seg_closest_cb(void *obj1, void *obj2, void *data) {
+    (void)obj1;
+    seg_ctx *c = data;
+    const bench_ray *r = c->ray;
+    int32_t j = (int32_t)((const cp_obj *)obj2 - c->self->objs);
+    float t;
+    if (qg_ray_box(c->self->boxes[j], r->ox, r->oy, r->dx, r->dy, r->max_t, &t) &&
+        (c->best < 0 || t < c->best_t || (t == c->best_t && j < c->best))) {
+        c->best = j, c->best_t = t;
+        if (r->max_t > 0.0f) {
+            cpFloat f = ((cpFloat)t + RAY_SLACK) / r->max_t;
+            c->t_exit = f < 1.0 ? f : 1.0;
+        }
+    }
+    return c->t_exit;
+}
+
+static void seg_query(bench_impl *s, const bench_ray *r, cpSpatialIndexSegmentQueryFunc cb, seg_ctx *c) {
+    cpVect a = cpv(r->ox, r->oy);
+    cpVect b = cpv((cpFloat)r->ox + (cpFloat)r->max_t * r->dx, (cpFloat)r->oy + (cpFloat)r->max_t * r->dy);
+    cpSpatialIndexSegmentQuery(s->index, NULL, a, b, 1.0, cb, c);
+}
+
+static bool cp_ray_all(bench_impl *s, const bench_ray *ray, qg_query_fn *fn, void *user) {
+    seg_ctx c = {s, ray, fn, user, -1, 0.0f, 1.0};
+    seg_query(s, ray, seg_all_cb, &c);
+    return true;
+}
+
+static bool cp_ray_closest(bench_impl *s, const bench_ray *ray, int32_t *hit, float *t) {
+    seg_ctx c = {s, ray, NULL, NULL, -1, 0.0f, 1.0};
+    seg_query(s, ray, seg_closest_cb, &c);
+    *hit = c.best;
+    *t = c.best_t;
+    return true;
+}
+
 const bench_vtable bench_chipmunk_bbtree_vtable = {
     cpt_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error, NULL, NULL,
+    cp_ray_all, cp_ray_closest, NULL,
 };
 
 const bench_vtable bench_chipmunk_spacehash_vtable = {
     cph_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error, NULL, NULL,
+    cp_ray_all, cp_ray_closest, NULL,
 };

@@ -39,6 +39,14 @@ typedef enum bench_bytes_how {
 
 typedef struct bench_impl bench_impl;
 
+/// A segment for ray_all / ray_closest: origin + t*direction, t in [0, max_t].
+typedef struct bench_ray {
+    float ox, oy, dx, dy, max_t;
+} bench_ray;
+
+/// Largest k the nearest call is asked for.
+enum { BENCH_KNN_MAX = 64 };
+
 /// The calls. Every call returns true on success; on false the run stops and
 /// reports the implementation's error.
 typedef struct bench_vtable {
@@ -64,6 +72,24 @@ typedef struct bench_vtable {
     /// Optional (NULL for peers): pairs on setup->jobs' workers, part p
     /// calling fn with users[p] (qg_pairs_parallel); jobs->worker_count parts.
     bool (*pairs_parts)(bench_impl *self, qg_pair_fn *fn, void *const *users);
+
+    /* The `rays` and `knn` workloads (docs/benchmarks.md). Optional: NULL
+     * where the implementation has no such search (the workload then skips
+     * it). The implementation's own traversal finds the candidates; the
+     * answers are those of the workload's exact float formulas (qg_ray_box,
+     * qg_point_box_distance2), which the adapter applies to the candidates. */
+
+    /// All hits: calls fn(i) once for each element i that qg_ray_box accepts
+    /// for the segment (ox, oy) + t*(dx, dy), t in [0, max_t].
+    bool (*ray_all)(bench_impl *self, const bench_ray *ray, qg_query_fn *fn, void *user);
+    /// Closest hit: *hit = the element with the smallest qg_ray_box t (ties:
+    /// the smaller element), *t its t; *hit = -1 when nothing is hit.
+    bool (*ray_closest)(bench_impl *self, const bench_ray *ray, int32_t *hit, float *t);
+    /// The k elements nearest to (x, y) in (qg_point_box_distance2, element)
+    /// ascending order: out[0..*found), *found = min(k, n); d2 (may be NULL)
+    /// gets their squared distances. k <= BENCH_KNN_MAX.
+    bool (*nearest)(bench_impl *self, float x, float y, int32_t k, int32_t *out, float *d2,
+                    int32_t *found);
 } bench_vtable;
 
 /// One entry of the list `--kind all` runs.
@@ -84,6 +110,9 @@ extern const bench_vtable bench_chipmunk_spacehash_vtable;
 #endif
 #ifdef QG_BENCH_HAVE_BOX2D
 extern const bench_vtable bench_box2d_vtable;
+#endif
+#ifdef QG_BENCH_HAVE_BOOST
+extern const bench_vtable bench_boost_rtree_vtable;
 #endif
 
 #ifdef __cplusplus

@@ -1,11 +1,14 @@
 /* The quadgrid kinds behind the bench interface: exactly the calls the
- * workload definition names (qg_insert plus one qg_cleanup to build, qg_move
- * for every handle plus one qg_cleanup per frame, qg_pairs, qg_query),
- * nothing kind-specific. */
+ * workload definition names (qg_insert plus one qg_cleanup to build, or
+ * qg_insert_many plus one qg_cleanup for the bulk build of static, rays and
+ * knn; qg_move for every handle plus one qg_cleanup per frame, qg_pairs,
+ * qg_query, qg_raycast, qg_nearest), nothing kind-specific. */
 #include "peer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct bench_impl {
     qg_index *index;
@@ -13,6 +16,11 @@ struct bench_impl {
     int32_t *agent_of;     /* handle -> agent; NULL while handle == agent */
     int32_t n, agent_of_len;
     const qg_jobs *jobs; /* --threads: NULL = one thread */
+    /* nearest with handles that are not agents: qg_nearest's answers,
+     * mapped and re-sorted by agent (grown on demand) */
+    qg_handle *near_h;
+    float *near_d2;
+    int32_t near_cap;
     qg_status status;
     const char *what;
     char err[96];
@@ -46,11 +54,16 @@ static bool qgb_create(bench_impl **out, const bench_setup *setup, const void *a
 }
 
 static bool qgb_build(bench_impl *s, const qg_rect *boxes, int32_t n, bool bulk) {
-    (void)bulk; /* quadgrid has no bulk load: inserts are the build */
     qg_handle max_handle = -1;
     bool identity = true;
+    if (bulk) {
+        /* The static workload's build (and rays', knn's): one
+         * qg_insert_many, which kinds may build in bulk. */
+        qg_status st = qg_insert_many(s->index, boxes, n, s->handle_of);
+        if (st != QG_OK) return fail(s, "qg_insert_many", st);
+    }
     for (int32_t i = 0; i < n; i++) {
-        qg_handle h = qg_insert(s->index, boxes[i]);
+        qg_handle h = bulk ? s->handle_of[i] : qg_insert(s->index, boxes[i]);
         if (h < 0) return fail(s, "qg_insert", (qg_status)h);
         s->handle_of[i] = h;
         identity = identity && h == i;
@@ -160,6 +173,8 @@ static void qgb_destroy(bench_impl *s) {
     qg_destroy(s->index);
     free(s->handle_of);
     free(s->agent_of);
+    free(s->near_h);
+    free(s->near_d2);
     free(s);
 }
 
@@ -180,7 +195,98 @@ static bool qgb_query_stats(bench_impl *s, qg_rect area, qg_query_fn *fn, void *
     return st == QG_OK || fail(s, "qg_query", st);
 }
 
+/* ---- rays and knn: qg_raycast and qg_nearest ---------------------------- */
+
+typedef struct ray_ctx {
+    const int32_t *agent_of; /* NULL: handle == agent */
+    float max_t;
+    qg_query_fn *fn;
+    void *user;
+    int32_t best;
+    float best_t;
+} ray_ctx;
+
+/* All hits: every element qg_ray_box accepts, max_t kept. */
+static float ray_all_cb(qg_handle h, float t, void *user) {
+    ray_ctx *r = user;
+    (void)t;
+    r->fn(r->agent_of ? r->agent_of[h] : h, r->user);
+    return r->max_t;
+}
+
+/* Closest hit: max_t shrinks to t; qg_raycast still reports every element at
+ * that t, so the tie goes to the smaller agent. */
+static float ray_closest_cb(qg_handle h, float t, void *user) {
+    ray_ctx *r = user;
+    int32_t i = r->agent_of ? r->agent_of[h] : h;
+    if (r->best < 0 || t < r->best_t || (t == r->best_t && i < r->best)) {
+        r->best = i;
+        r->best_t = t;
+    }
+    return r->best_t;
+}
+
+static bool qgb_ray_all(bench_impl *s, const bench_ray *ray, qg_query_fn *fn, void *user) {
+    ray_ctx r = {s->agent_of, ray->max_t, fn, user, -1, 0.0f};
+    qg_status st = qg_raycast(s->index, ray->ox, ray->oy, ray->dx, ray->dy, ray->max_t, ray_all_cb, &r);
+    return st == QG_OK || fail(s, "qg_raycast", st);
+}
+
+static bool qgb_ray_closest(bench_impl *s, const bench_ray *ray, int32_t *hit, float *t) {
+    ray_ctx r = {s->agent_of, ray->max_t, NULL, NULL, -1, 0.0f};
+    qg_status st = qg_raycast(s->index, ray->ox, ray->oy, ray->dx, ray->dy, ray->max_t, ray_closest_cb, &r);
+    *hit = r.best;
+    *t = r.best_t;
+    return st == QG_OK || fail(s, "qg_raycast", st);
+}
+
+static int cmp_near(const void *a, const void *b) {
+    const int32_t *x = a, *y = b; /* (d2 bits, agent): d2 >= 0, so bits order */
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static bool qgb_nearest(bench_impl *s, float x, float y, int32_t k, int32_t *out, float *d2, int32_t *found) {
+    if (!s->agent_of) {
+        qg_status st = qg_nearest(s->index, x, y, k, INFINITY, out, d2, found);
+        return st == QG_OK || fail(s, "qg_nearest", st);
+    }
+    /* Handles are not agents: qg_nearest breaks ties by handle, the workload
+     * by agent. Ask for more until the k-th distance is passed (or every
+     * element is in), then re-sort by (d2, agent). */
+    for (int32_t m = k;; m *= 2) {
+        if (m > s->near_cap) {
+            qg_handle *h = realloc(s->near_h, (size_t)m * 2 * sizeof *h);
+            if (h) s->near_h = h;
+            float *dd = realloc(s->near_d2, (size_t)m * sizeof *dd);
+            if (dd) s->near_d2 = dd;
+            if (!h || !dd) return fail(s, "malloc", QG_ERR_NOMEM);
+            s->near_cap = m;
+        }
+        int32_t got = 0;
+        qg_status st = qg_nearest(s->index, x, y, m, INFINITY, s->near_h, s->near_d2, &got);
+        if (st != QG_OK) return fail(s, "qg_nearest", st);
+        if (got < m || k == 0 || s->near_d2[got - 1] > s->near_d2[k - 1]) {
+            int32_t *pairs = (int32_t *)s->near_h; /* room for 2m: rewrite back to front */
+            for (int32_t i = got - 1; i >= 0; i--) {
+                float dv = s->near_d2[i];
+                int32_t bits;
+                memcpy(&bits, &dv, sizeof bits);
+                int32_t agent = s->agent_of[s->near_h[i]];
+                pairs[2 * i] = bits;
+                pairs[2 * i + 1] = agent;
+            }
+            qsort(pairs, (size_t)got, 2 * sizeof *pairs, cmp_near);
+            *found = got < k ? got : k;
+            for (int32_t i = 0; i < *found; i++) {
+                out[i] = pairs[2 * i + 1];
+                if (d2) memcpy(&d2[i], &pairs[2 * i], sizeof *d2);
+            }
+            return true;
+        }
+    }
+}
+
 const bench_vtable bench_quadgrid_vtable = {
     qgb_create, qgb_build, qgb_update, qgb_pairs, qgb_query, qgb_bytes, qgb_destroy, qgb_error, qgb_query_stats,
-    qgb_pairs_parts,
+    qgb_pairs_parts, qgb_ray_all, qgb_ray_closest, qgb_nearest,
 };
