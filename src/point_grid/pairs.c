@@ -213,14 +213,22 @@ static bool pg_search_slots(const point_grid *g, int32_t k, int32_t s0, int32_t 
 /// each row they read: a third of qg_pairs at the mixed workload). The
 /// order only decides what is in cache; every search reads a finished
 /// snapshot.
+///
+/// A part of qg_pairs_parallel walks a band of base's rows and runs the
+/// coarser rows whose limit (pg_sched_limit) falls in its band: the limit
+/// grows with the row, so the parts' shares are consecutive runs of rows,
+/// disjoint, and together every row (the last part takes those past the
+/// last base row). Each coarser level's tail is split by slot ranges.
 typedef struct pg_sched {
     int32_t base;
+    int32_t part, parts;
     int32_t row[PG_LEVELS]; ///< next row of each coarser level to search from
 } pg_sched;
 
 /// The last row of level B that a search from row R of level K can read
 /// (the point of an element listed in R lies within R's margins; its box
-/// ends at most a bound above it). Only cache locality depends on it.
+/// ends at most a bound above it). Only cache locality and the parts'
+/// shares depend on it; it never decreases as R grows.
 static int32_t pg_sched_limit(const pg_level *B, const pg_level *K, int32_t R)
 {
     const double y = (double)K->oy + ((double)(R + 1) * PG_Q + PG_M + 1) / K->sy + (double)K->pad;
@@ -230,33 +238,58 @@ static int32_t pg_sched_limit(const pg_level *B, const pg_level *K, int32_t R)
     return ((pg_map(yf, B->oy, B->sy, B->gmaxf_y) + PG_M) >> PG_QBITS) + 1;
 }
 
+/// The first row of level K whose limit in B is at least r: where the part
+/// whose band starts at base row r starts K's rows (the earlier rows were
+/// run by the parts before, after their own last row).
+static int32_t pg_sched_first(const pg_level *B, const pg_level *K, int32_t r)
+{
+    int32_t lo = 0, hi = K->rows;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (pg_sched_limit(B, K, mid) < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /// Runs the searches whose rows of `base` are all walked once row r is
-/// (r = INT32_MAX: every one left, the tails too).
+/// (r = INT32_MAX: the end of this part's walk; the last part runs every
+/// row left, and each part its share of the tails).
 static bool pg_sched_run(const point_grid *g, pg_sched *sc, int32_t r, pg_batch *bt, qg_pair_fn *fn, void *user)
 {
     const pg_level *B = &g->level[sc->base];
+    const bool last = sc->part == sc->parts - 1;
     for (int32_t k = sc->base + 1; k < PG_LEVELS; ++k) {
         const pg_level *K = &g->level[k];
         if (K->count == 0)
             continue;
-        while (sc->row[k] < K->rows && (r == INT32_MAX || pg_sched_limit(B, K, sc->row[k]) <= r)) {
+        while (sc->row[k] < K->rows &&
+               (r == INT32_MAX ? last : pg_sched_limit(B, K, sc->row[k]) <= r)) {
             const int32_t R = sc->row[k]++;
             if (!pg_search_slots(g, k, K->start[R * K->cols], K->start[(R + 1) * K->cols], sc->base, sc->base + 1, bt,
                                  fn, user))
                 return false;
         }
-        if (r == INT32_MAX && !pg_search_slots(g, k, K->listed, K->listed + K->tail, sc->base, sc->base + 1, bt, fn, user))
-            return false;
+        if (r == INT32_MAX) {
+            int64_t t0, t1;
+            qg_part_range(K->tail, sc->part, sc->parts, &t0, &t1);
+            if (!pg_search_slots(g, k, K->listed + (int32_t)t0, K->listed + (int32_t)t1, sc->base, sc->base + 1, bt,
+                                 fn, user))
+                return false;
+        }
     }
     return true;
 }
 
-/// Every pair within one level; with a scheduler, the coarser levels'
-/// searches in this one too, row by row.
-static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_sched *sc, pg_batch *bt, qg_pair_fn *fn,
-                           void *user)
+/// The pairs within one level that part `part` of `parts` finds: those of
+/// its band of rows [r0, r1) and its share of the tail; with a scheduler,
+/// the coarser levels' searches in this one too, row by row.
+static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_sched *sc, int32_t part, int32_t parts,
+                           int32_t r0, int32_t r1, pg_batch *bt, qg_pair_fn *fn, void *user)
 {
-    for (int32_t cy = 0; cy < L->rows; ++cy) {
+    for (int32_t cy = r0; cy < r1; ++cy) {
         for (int32_t cx = 0; cx < L->cols; ++cx) {
 #if defined(PG_HAVE_AVX2)
             bool stop = false;
@@ -272,7 +305,9 @@ static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_sched *sc,
         if (sc != NULL && !pg_sched_run(g, sc, cy, bt, fn, user))
             return false;
     }
-    for (int32_t t = 0; t < L->tail; ++t) {
+    int64_t t0, t1;
+    qg_part_range(L->tail, part, parts, &t0, &t1);
+    for (int32_t t = (int32_t)t0; t < (int32_t)t1; ++t) {
         const qg_handle a = pg_order(L, L->listed + t);
         if (a >= 0 && !pg_pairs_tail(L, bt, t, a, pg_box_point(L, bt->boxes[a]), fn, user))
             return false;
@@ -280,7 +315,15 @@ static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_sched *sc,
     return sc == NULL || pg_sched_run(g, sc, INT32_MAX, bt, fn, user);
 }
 
-void qg_pg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+/// Part `part` of `parts` of the pair search (qg_pairs is part 0 of 1).
+/// Every level's cell walk is split into bands of rows balanced by
+/// elements, its tail and its searches of the finer levels by slot ranges,
+/// and the coarser levels' searches in the lowest level follow its bands
+/// (pg_sched). Every pair is found from one slot, row or tail index, which
+/// exactly one part owns: each pair once, in one part, the same part for
+/// the same state.
+void qg_pg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                      qg_query_stats *stats)
 {
     const point_grid *g = (const point_grid *)index;
     pg_batch bt;
@@ -289,20 +332,27 @@ void qg_pg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_sta
     bt.tested = 0;
     // Pairs within each level, and across: each element of a coarser level
     // searches the finer ones with its box (the lowest during its walk).
-    pg_sched sc = {-1, {0}};
+    pg_sched sc = {-1, part, parts, {0}};
     for (int32_t k = 0; k < PG_LEVELS; ++k) {
         const pg_level *L = &g->level[k];
         if (L->count == 0)
             continue;
-        stats->nodes_visited += (int64_t)L->cols * L->rows;
+        const int32_t r0 = qg_pg_band_edge(L, part, parts), r1 = qg_pg_band_edge(L, part + 1, parts);
+        stats->nodes_visited += (int64_t)L->cols * (r1 - r0);
         if (sc.base < 0) {
             sc.base = k;
-            if (!pg_pairs_level(g, L, &sc, &bt, fn, user))
+            for (int32_t j = k + 1; j < PG_LEVELS && r0 > 0; ++j) {
+                if (g->level[j].count > 0)
+                    sc.row[j] = pg_sched_first(L, &g->level[j], r0);
+            }
+            if (!pg_pairs_level(g, L, &sc, part, parts, r0, r1, &bt, fn, user))
                 goto stop;
             continue;
         }
-        if (!pg_pairs_level(g, L, NULL, &bt, fn, user) ||
-            !pg_search_slots(g, k, 0, L->listed + L->tail, sc.base + 1, k, &bt, fn, user))
+        int64_t s0, s1;
+        qg_part_range((int64_t)L->listed + L->tail, part, parts, &s0, &s1);
+        if (!pg_pairs_level(g, L, NULL, part, parts, r0, r1, &bt, fn, user) ||
+            !pg_search_slots(g, k, (int32_t)s0, (int32_t)s1, sc.base + 1, k, &bt, fn, user))
             goto stop;
     }
     pg_flush(&bt, fn, user);
@@ -310,3 +360,7 @@ stop:
     stats->elements_tested = bt.tested;
 }
 
+void qg_pg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    qg_pg_pairs_part(index, 0, 1, fn, user, stats);
+}

@@ -236,6 +236,28 @@ static inline void pg_move_within(point_grid *g, pg_level *L, int32_t k, uint32_
     pg_move_far(g, k, h, old, box);
 }
 
+/// The move of h to `box` past the common case, its memory already held:
+/// within level k through pg_move_within, or to another level (room for
+/// one more element there reserved). Never allocates.
+static void pg_move_rest(point_grid *g, qg_handle h, qg_rect box)
+{
+    const int32_t k = pg_level_bits(g->hb[h]), kn = pg_level_of(g, box);
+    qg_rect *const slot = &g->base.boxes[h];
+    const qg_rect old = *slot;
+    if (kn == k) {
+        pg_store_box(slot, box);
+        pg_move_within(g, &g->level[k], k, g->hb[h], h, old, box);
+        return;
+    }
+    g->level[k].fresh = false;
+    pg_take_out(g, h, old);
+    *slot = box;
+    pg_make_live(g, kn);
+    g->level[kn].count++;
+    g->hb[h] = (uint8_t)((uint32_t)kn << 4 | PG_HB_TAIL);
+    pg_tail_add(g, kn, h);
+}
+
 /// A move to another level, or one that first reserves the cells a re-fit
 /// asked for. Grow first: every reservation before any change.
 #if defined(__GNUC__)
@@ -246,20 +268,7 @@ static qg_status pg_move_other(point_grid *g, qg_txn *txn, qg_handle h, qg_rect 
     const int32_t k = pg_level_bits(g->hb[h]), kn = pg_level_of(g, box);
     if ((kn != k && !pg_reserve_level(g, txn, kn, 1)) || (g->want && !qg_pg_grow(g, txn)))
         return QG_ERR_NOMEM;
-    qg_rect *const slot = &g->base.boxes[h];
-    const qg_rect old = *slot;
-    if (kn == k) {
-        pg_store_box(slot, box);
-        pg_move_within(g, &g->level[k], k, g->hb[h], h, old, box);
-        return QG_OK;
-    }
-    g->level[k].fresh = false;
-    pg_take_out(g, h, old);
-    *slot = box;
-    pg_make_live(g, kn);
-    g->level[kn].count++;
-    g->hb[h] = (uint8_t)((uint32_t)kn << 4 | PG_HB_TAIL);
-    pg_tail_add(g, kn, h);
+    pg_move_rest(g, h, box);
     return QG_OK;
 }
 
@@ -280,6 +289,162 @@ static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     return pg_move_other(g, txn, h, box);
 }
 
+/* ---- qg_move_many ------------------------------------------------------- */
+
+/// What one worker of qg_move_many's classification found, padded to a
+/// cache line of its own (the workers write them at the same time; padding
+/// rather than _Alignas, as the block comes from the allocator).
+typedef struct pg_batch_count {
+    int32_t in[PG_LEVELS]; ///< moves into each level from another
+    int32_t rest;          ///< moves past the common case
+    uint32_t touched;      ///< levels with a common move (bit k)
+    uint8_t pad[64 - (PG_LEVELS + 2) * sizeof(int32_t)];
+} pg_batch_count;
+
+/// More workers than this run qg_move_many's classification as this many
+/// parts (index.c caps worker_count at 256 too).
+#define PG_MAX_WORKERS 256
+
+typedef struct pg_batch_task {
+    point_grid *g;
+    const qg_handle *handles;
+    const qg_rect *boxes;
+    uint8_t *rest; ///< per move: 1 = past the common case
+    pg_batch_count count[PG_MAX_WORKERS];
+} pg_batch_task;
+
+/// True when moving h from its box to `box` only stores the box: the same
+/// level, and a listed element's new point within its home's margins, or a
+/// tail element's within its cell (what pg_move_within and pg_move_far
+/// return early on). Reads the index only.
+static bool pg_move_is_store(const point_grid *g, qg_handle h, qg_rect box)
+{
+    const uint32_t bits = g->hb[h];
+    const int32_t k = pg_level_bits(bits);
+    const pg_level *L = &g->level[k];
+    if (!pg_fits(L, box) || (k > 0 && pg_fits(&g->level[k - 1], box)))
+        return false;
+    const qg_rect old = g->base.boxes[h];
+    if (!(bits & PG_HB_TAIL) && (fabsf(box.min_x - old.min_x) <= L->near_x) &
+                                    (fabsf(box.min_y - old.min_y) <= L->near_y)) {
+        const pg_point np = pg_box_point(L, box);
+        const int32_t hx = pg_home(np.x >> PG_QBITS, bits & 3), hy = pg_home(np.y >> PG_QBITS, bits >> 2 & 3);
+        if (pg_in_margins(np, hx, hy))
+            return true;
+    }
+    pg_point op, np;
+    pg_point_pair(L, old, box, &op, &np);
+    if (bits & PG_HB_TAIL)
+        return (op.y >> PG_QBITS) == (np.y >> PG_QBITS) && (op.x >> PG_QBITS) == (np.x >> PG_QBITS);
+    const int32_t hx = pg_home(op.x >> PG_QBITS, bits & 3), hy = pg_home(op.y >> PG_QBITS, bits >> 2 & 3);
+    return pg_in_margins(np, hx, hy);
+}
+
+/// Classifies moves [begin, end): reads the index, writes rest[i] and the
+/// worker's counts.
+static void pg_batch_classify(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    pg_batch_task *t = context;
+    const point_grid *g = t->g;
+    pg_batch_count *c = &t->count[worker % PG_MAX_WORKERS];
+    for (int32_t i = begin; i < end; ++i) {
+        const qg_handle h = t->handles[i];
+        const qg_rect box = t->boxes[i];
+        const bool store = pg_move_is_store(g, h, box);
+        t->rest[i] = !store;
+        const int32_t k = pg_level_bits(g->hb[h]);
+        if (store) {
+            c->touched |= 1u << k;
+            continue;
+        }
+        c->rest++;
+        const int32_t kn = pg_level_of(g, box);
+        if (kn != k)
+            c->in[kn]++;
+    }
+}
+
+/// Stores the boxes of the common moves among [begin, end): each writes its
+/// own handle's box only.
+static void pg_batch_store(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    pg_batch_task *t = context;
+    qg_rect *boxes = t->g->base.boxes;
+    for (int32_t i = begin; i < end; ++i) {
+        if (!t->rest[i])
+            pg_store_box(&boxes[t->handles[i]], t->boxes[i]);
+    }
+}
+
+/// qg_move_many: the moves that only store a box (nearly all of a frame's)
+/// on the workers, the rest in order on this thread. Grow first: the
+/// classification reads the index only; every reservation the rest can
+/// need (room in each level for the moves into it, the cells re-fits asked
+/// for) is made before any change, so QG_ERR_NOMEM leaves the index as it
+/// was. The rest then never allocates (a re-fit's new want waits for the
+/// next insert or move, as with any qg_cleanup's).
+static qg_status point_grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                      const qg_rect *boxes, int32_t n)
+{
+    point_grid *g = (point_grid *)index;
+    pg_batch_task *t = qg_mem_alloc(&index->alloc, sizeof *t + (size_t)n);
+    if (t == NULL)
+        return QG_ERR_NOMEM;
+    memset(t->count, 0, sizeof t->count);
+    t->g = g;
+    t->handles = handles;
+    t->boxes = boxes;
+    t->rest = (uint8_t *)(t + 1);
+    qg_jobs_run(jobs, pg_batch_classify, n, t);
+    int32_t in[PG_LEVELS] = {0}, rest = 0;
+    uint32_t touched = 0;
+    for (int32_t w = 0; w < PG_MAX_WORKERS; ++w) {
+        for (int32_t k = 0; k < PG_LEVELS; ++k)
+            in[k] += t->count[w].in[k];
+        rest += t->count[w].rest;
+        touched |= t->count[w].touched;
+    }
+    // One transaction per level (a level made live grows four arrays) and
+    // one for the cells re-fits asked for.
+    qg_txn txn[PG_LEVELS + 1];
+    int32_t used = 0;
+    bool ok = true;
+    for (int32_t k = 0; k < PG_LEVELS && ok; ++k) {
+        if (in[k] == 0)
+            continue;
+        qg_txn_begin(&txn[used], &index->alloc);
+        ok = pg_reserve_level(g, &txn[used++], k, in[k]);
+    }
+    // As the first qg_move after a re-fit would: a frame of batch moves is
+    // the only chance a steady population gives.
+    if (ok && g->want) {
+        qg_txn_begin(&txn[used], &index->alloc);
+        ok = qg_pg_grow(g, &txn[used++]);
+    }
+    if (!ok) {
+        while (used-- > 0)
+            qg_txn_rollback(&txn[used]);
+        qg_mem_free(&index->alloc, t, sizeof *t + (size_t)n);
+        return QG_ERR_NOMEM;
+    }
+    qg_jobs_run(jobs, pg_batch_store, n, t);
+    // Set here, once: the workers' stores read the levels' fields, so none
+    // of them may write one.
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        if (touched >> k & 1u)
+            g->level[k].fresh = false;
+    }
+    for (int32_t i = 0; i < n && rest > 0; ++i) {
+        if (t->rest[i]) {
+            pg_move_rest(g, handles[i], boxes[i]);
+            rest--;
+        }
+    }
+    qg_mem_free(&index->alloc, t, sizeof *t + (size_t)n);
+    return QG_OK;
+}
+
 /// Gives back the spare capacity of a per-handle or per-slot array.
 static void pg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem, int32_t keep)
 {
@@ -291,7 +456,26 @@ static void pg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem
     *capacity = keep;
 }
 
-static void point_grid_cleanup(qg_index *index)
+/// The refresh of level L, its bands of rows on the workers of `jobs`.
+typedef struct pg_refresh_task {
+    pg_level *L;
+    const qg_rect *boxes;
+    int32_t parts;
+} pg_refresh_task;
+
+static void pg_refresh_part(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    const pg_refresh_task *t = context;
+    for (int32_t p = begin; p < end; ++p)
+        qg_pg_refresh_rows(t->L, t->boxes, qg_pg_band_edge(t->L, p, t->parts), qg_pg_band_edge(t->L, p + 1, t->parts));
+}
+
+/// qg_cleanup, its refreshes spread over `jobs` (NULL: this thread). The
+/// re-sorts and trims stay serial: a re-sort's counting sort would need
+/// per-worker counts, memory cleanup may not take, and the refresh is the
+/// pass a steady population runs every frame.
+static void pg_cleanup(qg_index *index, const qg_jobs *jobs)
 {
     point_grid *g = (point_grid *)index;
     // Once no handle was issued since the last cleanup (a steady
@@ -310,8 +494,13 @@ static void point_grid_cleanup(qg_index *index)
         const int64_t stale = (int64_t)L->tail + L->tombstones;
         if (L->refit || (stale > 0 && stale * 64 >= L->count) || qg_pg_border_crowded(L))
             qg_pg_rebuild(g, k);
-        else if (!L->fresh)
+        else if (!L->fresh && jobs == NULL)
             qg_pg_refresh(L, index->boxes);
+        else if (!L->fresh) {
+            pg_refresh_task t = {L, index->boxes, jobs->worker_count};
+            qg_jobs_run(jobs, pg_refresh_part, t.parts, &t);
+            L->fresh = true;
+        }
         if (steady && L->tail == 0 && L->tombstones == 0) {
             pg_trim(&index->alloc, (void **)&L->order, &L->order_capacity, sizeof(uint32_t),
                     L->count + pg_tail_room(L->count) + PG_PAD);
@@ -330,6 +519,16 @@ static void point_grid_cleanup(qg_index *index)
         pg_trim(&index->alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), high);
     }
     g->steady_high = high;
+}
+
+static void point_grid_cleanup(qg_index *index)
+{
+    pg_cleanup(index, NULL);
+}
+
+static void point_grid_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
+{
+    pg_cleanup(index, jobs);
 }
 
 static void point_grid_clear(qg_index *index)
@@ -597,5 +796,13 @@ static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     qg_pg_pairs(index, fn, user, stats);
 }
 
-QG_KIND_CLASS(point_grid, QG_POINT_GRID, point_grid);
+/// qg_pairs_parallel's parts: pairs.c.
+static void point_grid_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                                  qg_query_stats *stats)
+{
+    qg_pg_pairs_part(index, part, parts, fn, user, stats);
+}
+
+QG_KIND_CLASS_EX(point_grid, QG_POINT_GRID, point_grid, .pairs_part = point_grid_pairs_part,
+                 .move_many = point_grid_move_many, .cleanup_parallel = point_grid_cleanup_parallel);
 

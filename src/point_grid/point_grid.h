@@ -463,6 +463,30 @@ static inline bool pg_hit(pg_batch *bt, qg_handle a, qg_handle b, bool sure, qg_
 }
 
 
+/// The first row of part `part`'s band of level L, for the parts of
+/// qg_pairs_parallel and the parallel refresh: balanced by listed elements
+/// (the cells' starts are their running count), the first row whose
+/// elements start at or past part/parts of the level's. It rises with
+/// part, so the bands [edge(p), edge(p + 1)) are disjoint and cover every
+/// row; a band may be empty (a row holding most of the level).
+static inline int32_t qg_pg_band_edge(const pg_level *L, int32_t part, int32_t parts)
+{
+    if (part <= 0)
+        return 0;
+    if (part >= parts)
+        return L->rows;
+    const int64_t want = (int64_t)L->listed * part / parts;
+    int32_t lo = 0, hi = L->rows;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (L->start[(int64_t)mid * L->cols] < want)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ---- what the files of the kind share ----------------------------------- */
 
 /// world.c: level k's bound, cell size and world over the configured bounds.
@@ -472,12 +496,19 @@ void qg_pg_level_init(pg_level *L, const qg_config *c, int32_t k);
 void qg_pg_rebuild(point_grid *g, int32_t k);
 /// world.c: rewrites every listed element's point and size byte in place.
 void qg_pg_refresh(pg_level *L, const qg_rect *boxes);
+/// world.c: the same for the slots of rows [r0, r1) only, leaving `fresh`
+/// alone: bands of rows run on different threads, and the caller marks the
+/// level fresh once all are done.
+void qg_pg_refresh_rows(pg_level *L, const qg_rect *boxes, int32_t r0, int32_t r1);
 /// world.c: reserves the cells re-fits asked for; false when that fails.
 bool qg_pg_grow(point_grid *g, qg_txn *txn);
 /// world.c: true when the border cells hold a pile of clamped points.
 bool qg_pg_border_crowded(const pg_level *L);
 /// pairs.c: the kind's qg_pairs.
 void qg_pg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);
+/// pairs.c: part `part` of `parts` of qg_pairs (qg_pairs_parallel).
+void qg_pg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                      qg_query_stats *stats);
 #if defined(PG_HAVE_AVX2)
 /// pairs_avx2.c: the pairs of one cell with its neighbours, sixteen slots
 /// per compare; false when the cell needs more chunks than fit.

@@ -404,15 +404,24 @@ void qg_pg_rebuild(point_grid *g, int32_t k)
 /// counting sort's cost, whose scatter writes every slot at random.
 void qg_pg_refresh(pg_level *L, const qg_rect *boxes)
 {
+    qg_pg_refresh_rows(L, boxes, 0, L->rows);
+    L->fresh = true;
+}
+
+/// The refresh of the slots of rows [r0, r1): a band of its own, read and
+/// written only here (the fetch ahead stops at the band's end, which
+/// another thread may be rewriting).
+void qg_pg_refresh_rows(pg_level *L, const qg_rect *boxes, int32_t r0, int32_t r1)
+{
     const uint32_t *order = L->order;
     const int32_t *start = L->start;
-    const int32_t listed = L->listed;
-    int32_t s = 0;
-    for (int32_t cy = 0; cy < L->rows; ++cy) {
+    int32_t s = start[(int64_t)r0 * L->cols];
+    const int32_t last = start[(int64_t)r1 * L->cols] - 1;
+    for (int32_t cy = r0; cy < r1; ++cy) {
         for (int32_t cx = 0; cx < L->cols; ++cx) {
             const int32_t end = start[cy * L->cols + cx + 1];
             for (; s < end; ++s) {
-                const int32_t ahead = s + PG_AHEAD < listed ? s + PG_AHEAD : listed - 1;
+                const int32_t ahead = s + PG_AHEAD < last ? s + PG_AHEAD : last;
                 const uint32_t va = order[ahead] & PG_MAX_HANDLES;
                 if (va != PG_MAX_HANDLES)
                     PG_PREFETCH(&boxes[va]);
@@ -425,7 +434,6 @@ void qg_pg_refresh(pg_level *L, const qg_rect *boxes)
             }
         }
     }
-    L->fresh = true;
 }
 
 
