@@ -10,6 +10,7 @@
  * compare total_ms, not the split. */
 #include "peer.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include <chipmunk/chipmunk.h>
@@ -31,6 +32,7 @@ struct bench_impl {
     const qg_rect *boxes; /* the boxes of the current frame, for the exact test */
     int32_t n;
     bool is_tree;
+    cpFloat celldim; /* spacehash: its cell size */
 };
 
 typedef struct pair_ctx {
@@ -71,8 +73,8 @@ static bool cp_create_common(bench_impl **out, bool tree, const bench_setup *set
         /* Chipmunk's advice: cell size about the average object size, about
          * 10x as many cells as objects. */
         int cells = setup->n > 0 && setup->n < INT32_MAX / 10 ? setup->n * 10 : 1000;
-        s->index = cpSpaceHashNew(setup->element_size > 0 ? setup->element_size : 1.0, cells,
-                                  obj_bb, NULL);
+        s->celldim = setup->element_size > 0 ? setup->element_size : 1.0;
+        s->index = cpSpaceHashNew(s->celldim, cells, obj_bb, NULL);
     }
     return s->index != NULL;
 }
@@ -170,7 +172,15 @@ static const char *cp_error(bench_impl *s) {
  * enters at or after t_exit) while elements at the same t, which the
  * tie-break needs, and float-vs-double rounding (far below the slack) still
  * reach the callback. The tree's leaves are its fattened boxes (10% of the
- * size, by the velocity function), so its pruning is conservative. */
+ * size, by the velocity function), so its pruning is conservative.
+ *
+ * cpSpaceHash's cell walk has a flaw this works around: when the start lies
+ * exactly on a cell line (a.x / celldim an integer) and the segment heads to
+ * smaller x, it takes the distance to the next line as a whole cell and walks
+ * the cell on the wrong side of the line for that long, so the first cell the
+ * segment really crosses is never looked at (likewise in y). A cast from such
+ * a start begins a little behind the origin instead (the callback's exact
+ * test is on the real ray, so the longer segment only adds candidates). */
 #define RAY_SLACK 0.01f
 
 typedef struct seg_ctx {
@@ -181,6 +191,7 @@ typedef struct seg_ctx {
     int32_t best;
     float best_t;
     cpFloat t_exit;
+    cpFloat t_start; /* the ray's t where Chipmunk's segment starts (<= 0) */
 } seg_ctx;
 
 static cpFloat seg_all_cb(void *obj1, void *obj2, void *data) {
@@ -202,27 +213,41 @@ static cpFloat seg_closest_cb(void *obj1, void *obj2, void *data) {
         (c->best < 0 || t < c->best_t || (t == c->best_t && j < c->best))) {
         c->best = j, c->best_t = t;
         if (r->max_t > 0.0f) {
-            cpFloat f = ((cpFloat)t + RAY_SLACK) / r->max_t;
+            cpFloat f = ((cpFloat)t + RAY_SLACK - c->t_start) / (r->max_t - c->t_start);
             c->t_exit = f < 1.0 ? f : 1.0;
         }
     }
     return c->t_exit;
 }
 
+/* True when Chipmunk's walk from a toward b would start on a cell line it
+ * mishandles (the same double arithmetic as cpSpaceHashSegmentQuery). */
+static bool on_bad_line(const bench_impl *s, cpVect a, cpVect b) {
+    cpFloat ax = a.x * (1.0 / s->celldim), ay = a.y * (1.0 / s->celldim);
+    cpFloat bx = b.x * (1.0 / s->celldim), by = b.y * (1.0 / s->celldim);
+    return (bx < ax && ax == floor(ax)) || (by < ay && ay == floor(ay));
+}
+
 static void seg_query(bench_impl *s, const bench_ray *r, cpSpatialIndexSegmentQueryFunc cb, seg_ctx *c) {
     cpVect a = cpv(r->ox, r->oy);
+    c->t_start = 0.0;
+    for (cpFloat back = 1e-3; !s->is_tree && on_bad_line(s, a, cpv(a.x + r->dx, a.y + r->dy)) && back < 1.0;
+         back *= 2.0) {
+        c->t_start = -back;
+        a = cpv((cpFloat)r->ox - back * r->dx, (cpFloat)r->oy - back * r->dy);
+    }
     cpVect b = cpv((cpFloat)r->ox + (cpFloat)r->max_t * r->dx, (cpFloat)r->oy + (cpFloat)r->max_t * r->dy);
     cpSpatialIndexSegmentQuery(s->index, NULL, a, b, 1.0, cb, c);
 }
 
 static bool cp_ray_all(bench_impl *s, const bench_ray *ray, qg_query_fn *fn, void *user) {
-    seg_ctx c = {s, ray, fn, user, -1, 0.0f, 1.0};
+    seg_ctx c = {s, ray, fn, user, -1, 0.0f, 1.0, 0.0};
     seg_query(s, ray, seg_all_cb, &c);
     return true;
 }
 
 static bool cp_ray_closest(bench_impl *s, const bench_ray *ray, int32_t *hit, float *t) {
-    seg_ctx c = {s, ray, NULL, NULL, -1, 0.0f, 1.0};
+    seg_ctx c = {s, ray, NULL, NULL, -1, 0.0f, 1.0, 0.0};
     seg_query(s, ray, seg_closest_cb, &c);
     *hit = c.best;
     *t = c.best_t;
