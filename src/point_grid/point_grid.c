@@ -435,11 +435,19 @@ static qg_status point_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
         if (touched >> k & 1u)
             g->level[k].fresh = false;
     }
-    for (int32_t i = 0; i < n && rest > 0; ++i) {
+    // The rest in batch order, eight flags a step: a frame's few thousand
+    // among a million moves, so the scan itself must not cost a pass.
+    for (int32_t i = 0; i < n && rest > 0;) {
+        uint64_t word;
+        if (i + 8 <= n && (memcpy(&word, &t->rest[i], sizeof word), word == 0)) {
+            i += 8;
+            continue;
+        }
         if (t->rest[i]) {
             pg_move_rest(g, handles[i], boxes[i]);
             rest--;
         }
+        ++i;
     }
     qg_mem_free(&index->alloc, t, sizeof *t + (size_t)n);
     return QG_OK;
