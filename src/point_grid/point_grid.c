@@ -346,22 +346,33 @@ static void pg_batch_classify(int32_t begin, int32_t end, int32_t worker, void *
 {
     pg_batch_task *t = context;
     const point_grid *g = t->g;
-    pg_batch_count *c = &t->count[worker % PG_MAX_WORKERS];
+    // Locals, written back once: the flag stores (bytes, which may alias
+    // anything) would otherwise reload every field each move.
+    const qg_handle *handles = t->handles;
+    const qg_rect *boxes = t->boxes;
+    const uint8_t *hb = g->hb;
+    uint8_t *flags = t->rest;
+    int32_t in[PG_LEVELS] = {0}, rest = 0;
+    uint32_t touched = 0;
     for (int32_t i = begin; i < end; ++i) {
-        const qg_handle h = t->handles[i];
-        const qg_rect box = t->boxes[i];
+        const qg_handle h = handles[i];
+        const qg_rect box = boxes[i];
+        const int32_t k = pg_level_bits(hb[h]);
         const bool store = pg_move_is_store(g, h, box);
-        t->rest[i] = !store;
-        const int32_t k = pg_level_bits(g->hb[h]);
+        flags[i] = !store;
         if (store) {
-            c->touched |= 1u << k;
+            touched |= 1u << k;
             continue;
         }
-        c->rest++;
+        rest++;
         const int32_t kn = pg_level_of(g, box);
-        if (kn != k)
-            c->in[kn]++;
+        in[kn] += kn != k;
     }
+    pg_batch_count *c = &t->count[worker % PG_MAX_WORKERS];
+    for (int32_t k = 0; k < PG_LEVELS; ++k)
+        c->in[k] += in[k];
+    c->rest += rest;
+    c->touched |= touched;
 }
 
 /// Stores the boxes of the common moves among [begin, end): each writes its
