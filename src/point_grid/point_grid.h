@@ -89,6 +89,31 @@
 // - Memory per element: 16 (the base's box) + 4 (order) + 2 (sq) + 1 (hb),
 //   plus 4 per cell and the tail room; qg_cleanup gives other spare capacity
 //   back once the population is steady.
+//
+// Several cores (qg_pairs_parallel, qg_move_many, qg_cleanup_parallel):
+// - Pairs: part p of P walks a band of each level's rows, the bands cut
+//   where the cells' starts (a running count of listed elements) pass p/P
+//   of the level (qg_pg_band_edge), so parts get equal elements, not equal
+//   rows; a band may be empty. A pair of the walk is found from one row, so
+//   bands find disjoint pairs; tails and the searches of coarser elements
+//   in finer levels are split by slot ranges. The coarser levels' searches
+//   scheduled into the lowest level's walk go to the part whose band holds
+//   the base row after which the serial walk runs them (pg_sched_limit, which
+//   rises with the row): consecutive runs of rows, each once. Every part
+//   has its own candidate ring and flushes it; nothing is written.
+// - Moves: the workers classify the batch (reading the index only): a move
+//   that keeps its level and its home cell's margins (or its tail cell)
+//   only stores the box. Then, serially, every reservation the other moves
+//   can need (room in each level for the moves into it, the cells a re-fit
+//   asked for) is made, so QG_ERR_NOMEM changes nothing; the workers store
+//   the common moves' boxes (each writes its own handle's box, nothing
+//   else); the levels' `fresh` is cleared once, serially; the rest (tail
+//   and list changes, level changes) run serially in batch order through
+//   the same code as qg_move, without allocating.
+// - qg_cleanup_parallel: each level's refresh in bands of rows, one per
+//   worker (each rewrites only its band's slots); the re-sorts and trims
+//   stay serial (a counting sort across workers would need per-worker
+//   counts, memory qg_cleanup may not take).
 #ifndef QG_POINT_GRID_H
 #define QG_POINT_GRID_H
 
