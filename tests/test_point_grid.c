@@ -564,6 +564,150 @@ static void test_snapshot_states(void **state)
     snapshot_run(31, 0.0, 0.0);   /* moves within the margins only */
 }
 
+/* ---- several cores -------------------------------------------------- */
+
+/* A job system without threads (test_threads runs real ones): the ranges
+ * of a call run one after another, last first, each as a different worker.
+ * What is checked here is how the point grid splits its work. */
+static void reversed_run(qg_task_fn *task, int32_t count, void *context, void *user)
+{
+    const int32_t workers = *(const int32_t *)user;
+    for (int32_t w = workers - 1; w >= 0; w--) {
+        const int32_t b = (int32_t)((int64_t)count * w / workers), e = (int32_t)((int64_t)count * (w + 1) / workers);
+        if (b < e)
+            task(b, e, w, context);
+    }
+}
+
+typedef struct part_sum {
+    long n, print;
+    int bad_order;
+} part_sum;
+
+static bool part_pair(qg_handle a, qg_handle b, void *user)
+{
+    part_sum *p = user;
+    p->n++;
+    p->print += (long)a * 7919 + b;
+    p->bad_order += a >= b;
+    return true;
+}
+
+/* qg_pairs_parallel with 1, 2, 3 and 8 parts finds qg_pairs' set, each pair
+ * in one part (counts and fingerprints add up), the same parts twice, and
+ * the same candidates and cells in all (the stats add up to qg_pairs'). */
+static void check_parts(const qg_index *idx, const char *what)
+{
+    long want[2] = {0, 0};
+    qg_query_stats serial;
+    assert_int_equal(qg_pairs_with_stats(idx, collect_pair, want, &serial), QG_OK);
+    static const int32_t counts[] = {1, 2, 3, 8};
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+        int32_t workers = counts[c];
+        const qg_jobs jobs = {workers, reversed_run, &workers};
+        part_sum sums[2][8];
+        for (int round = 0; round < 2; round++) {
+            void *users[8];
+            for (int32_t p = 0; p < workers; p++) {
+                sums[round][p] = (part_sum){0, 0, 0};
+                users[p] = &sums[round][p];
+            }
+            qg_query_stats st;
+            assert_int_equal(qg_pairs_parallel(idx, &jobs, part_pair, users, &st), QG_OK);
+            long n = 0, print = 0;
+            for (int32_t p = 0; p < workers; p++) {
+                n += sums[round][p].n;
+                print += sums[round][p].print;
+                assert_int_equal(sums[round][p].bad_order, 0);
+                if (round == 1 && (sums[1][p].n != sums[0][p].n || sums[1][p].print != sums[0][p].print))
+                    fail_msg("%s, %d parts: part %d differs between two calls", what, workers, p);
+            }
+            if (n != want[0] || print != want[1])
+                fail_msg("%s, %d parts: %ld pairs, want %ld", what, workers, n, want[0]);
+            if (st.nodes_visited != serial.nodes_visited || st.elements_tested != serial.elements_tested)
+                fail_msg("%s, %d parts: stats %lld/%lld, want %lld/%lld", what, workers, (long long)st.nodes_visited,
+                         (long long)st.elements_tested, (long long)serial.nodes_visited,
+                         (long long)serial.elements_tested);
+        }
+    }
+}
+
+/* The split's edge cases: a row holding nearly every element (bands of
+ * other parts empty), a world of one row, more parts than rows, three
+ * populated levels whose coarse searches run in the finest level's walk,
+ * tails and stale snapshots, and every state after qg_move_many and
+ * qg_cleanup_parallel, which must match qg_move and qg_cleanup. */
+static void test_parallel_split(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(QG_POINT_GRID);
+    tu_rng r;
+    tu_rng_seed(&r, tu_env_seed(41));
+    for (int scene = 0; scene < 4; scene++) {
+        tu_alloc a, b;
+        tu_alloc_init(&a);
+        tu_alloc_init(&b);
+        /* scene 1: a world one row high; the others 800 x 800 */
+        const qg_rect bounds = scene == 1 ? tu_rect(0, 0, 800, 40) : tu_rect(0, 0, 800, 800);
+        qg_index *idx = make(&a, bounds, 4, 0), *twin = make(&b, bounds, 4, 0);
+        enum { N = 3000 };
+        qg_handle h[N], h2[N];
+        qg_rect boxes[N];
+        for (int i = 0; i < N; i++) {
+            float x = tu_rng_range(&r, 0, 790), y = tu_rng_range(&r, 0, scene == 1 ? 36 : 790);
+            if (scene == 0 && i % 10 != 0)
+                y = 400 + tu_rng_range(&r, 0, 2); /* one crowded row */
+            /* scene 2 and 3: sizes of levels 0, 1 and 2 */
+            const float w = scene >= 2 && i % 7 == 0 ? tu_rng_range(&r, 4, 60) : tu_rng_range(&r, 0, 4);
+            boxes[i] = tu_rect(x, y, x + w, y + w);
+            h[i] = qg_insert(idx, boxes[i]);
+            h2[i] = qg_insert(twin, boxes[i]);
+            assert_int_equal(h[i], h2[i]);
+        }
+        check_parts(idx, "inserted (all in the tail)");
+        qg_cleanup(idx);
+        qg_cleanup(twin);
+        check_parts(idx, "sorted");
+        for (int frame = 0; frame < 6; frame++) {
+            /* Mostly small steps (stores), some long ones and, in scenes 2
+             * and 3, size changes across levels. */
+            for (int i = 0; i < N; i++) {
+                const float step = tu_rng_chance(&r, 0.05) ? 60.0f : 1.0f;
+                const float x = fminf(fmaxf(boxes[i].min_x + tu_rng_range(&r, -step, step), -20), 820);
+                const float y = fminf(fmaxf(boxes[i].min_y + tu_rng_range(&r, -step, step), -20), 820);
+                float w = boxes[i].max_x - boxes[i].min_x;
+                if (scene >= 2 && tu_rng_chance(&r, 0.02))
+                    w = tu_rng_chance(&r, 0.5) ? tu_rng_range(&r, 0, 4) : tu_rng_range(&r, 4, 200);
+                boxes[i] = tu_rect(x, y, x + w, y + w);
+                assert_int_equal(qg_move(twin, h2[i], boxes[i]), QG_OK);
+            }
+            int32_t workers = 1 + frame % 4 * 2 + (frame == 5); /* 1, 3, 5, 7, 1, 4 */
+            const qg_jobs jobs = {workers, reversed_run, &workers};
+            assert_int_equal(qg_move_many(idx, &jobs, h, boxes, N), QG_OK);
+            assert_int_equal(qg_validate(idx), QG_OK);
+            check_parts(idx, "moved (stale points, tails)");
+            if (pair_count(idx) != pair_count(twin))
+                fail_msg("scene %d frame %d: qg_move_many and qg_move disagree", scene, frame);
+            if (scene == 3 && frame % 2 == 1)
+                qg_cleanup(idx); /* some frames the serial form */
+            else
+                qg_cleanup_parallel(idx, &jobs);
+            qg_cleanup(twin);
+            assert_int_equal(qg_validate(idx), QG_OK);
+            check_parts(idx, "cleaned up");
+            long x[2] = {0, 0}, y[2] = {0, 0};
+            assert_int_equal(qg_pairs(idx, collect_pair, x), QG_OK);
+            assert_int_equal(qg_pairs(twin, collect_pair, y), QG_OK);
+            if (x[0] != y[0] || x[1] != y[1])
+                fail_msg("scene %d frame %d: qg_cleanup_parallel and qg_cleanup disagree", scene, frame);
+        }
+        qg_destroy(idx);
+        qg_destroy(twin);
+        assert_int_equal(a.bytes, 0);
+        assert_int_equal(b.bytes, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_memory_per_element),
         cmocka_unit_test(test_visit_and_moves),
         cmocka_unit_test(test_snapshot_states),
+        cmocka_unit_test(test_parallel_split),
     };
     return tu_run_own_tests("point_grid_invariants", QG_POINT_GRID, tests);
 }
