@@ -236,12 +236,12 @@ static inline void pg_move_within(point_grid *g, pg_level *L, int32_t k, uint32_
     pg_move_far(g, k, h, old, box);
 }
 
-/// The move of h to `box` past the common case, its memory already held:
-/// within level k through pg_move_within, or to another level (room for
-/// one more element there reserved). Never allocates.
-static void pg_move_rest(point_grid *g, qg_handle h, qg_rect box)
+/// The move of h from level k to `box`, of level kn, past the common case,
+/// its memory already held: within level k through pg_move_within, or to
+/// another level (room for one more element there reserved). Never
+/// allocates. Inline: the rare path of qg_move pays no call for it.
+static inline void pg_move_rest(point_grid *g, qg_handle h, qg_rect box, int32_t k, int32_t kn)
 {
-    const int32_t k = pg_level_bits(g->hb[h]), kn = pg_level_of(g, box);
     qg_rect *const slot = &g->base.boxes[h];
     const qg_rect old = *slot;
     if (kn == k) {
@@ -268,7 +268,7 @@ static qg_status pg_move_other(point_grid *g, qg_txn *txn, qg_handle h, qg_rect 
     const int32_t k = pg_level_bits(g->hb[h]), kn = pg_level_of(g, box);
     if ((kn != k && !pg_reserve_level(g, txn, kn, 1)) || (g->want && !qg_pg_grow(g, txn)))
         return QG_ERR_NOMEM;
-    pg_move_rest(g, h, box);
+    pg_move_rest(g, h, box, k, kn);
     return QG_OK;
 }
 
@@ -455,7 +455,7 @@ static qg_status point_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
             continue;
         }
         if (t->rest[i]) {
-            pg_move_rest(g, handles[i], boxes[i]);
+            pg_move_rest(g, handles[i], boxes[i], pg_level_bits(g->hb[handles[i]]), pg_level_of(g, boxes[i]));
             rest--;
         }
         ++i;

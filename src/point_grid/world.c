@@ -356,44 +356,45 @@ static inline bool pg_hb8_has(const uint8_t *hb, int32_t h, uint32_t key)
 /// their hb byte). Handles ascend within a cell. Needs room for the level's
 /// count slots; never allocates. Re-fits the world first when pg_refit says
 /// so.
-void qg_pg_rebuild(point_grid *g, int32_t k)
+#if defined(__GNUC__)
+#define PG_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define PG_ALWAYS_INLINE inline
+#endif
+
+/// The counting pass of a re-sort: level k's elements (hb byte `key`) per
+/// cell, and the extent of their points. `sparse` (a constant at each call,
+/// so each loop is compiled without the other's test) passes over eight
+/// handles of other levels at a time.
+static PG_ALWAYS_INLINE void pg_count_pass(const pg_level *L, const qg_rect *boxes, const uint8_t *hb, int32_t high,
+                                           uint32_t key, bool sparse, int32_t *start, float ext[4])
 {
-    pg_level *L = &g->level[k];
-    const qg_rect *boxes = g->base.boxes;
-    uint8_t *hb = g->hb;
-    const int32_t high = g->base.box_high;
-    const uint32_t key = (uint32_t)k << 4;
-    int32_t *start = L->start;
-    for (int pass = 0;; ++pass) {
-        memset(start, 0, ((size_t)L->cols * L->rows + 1) * sizeof(int32_t));
-        float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
-        for (int32_t h = 0; h < high; ++h) {
-            if ((h & 7) == 0 && h + 8 <= high && !pg_hb8_has(hb, h, key)) {
-                h += 7;
-                continue;
-            }
-            if ((hb[h] & PG_HB_LEVEL) != key)
-                continue;
-            const qg_rect b = boxes[h];
-            x0 = b.min_x < x0 ? b.min_x : x0;
-            y0 = b.min_y < y0 ? b.min_y : y0;
-            x1 = b.min_x > x1 ? b.min_x : x1;
-            y1 = b.min_y > y1 ? b.min_y : y1;
-            start[pg_cell_of(L, pg_box_point(L, b))]++;
+    float x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    for (int32_t h = 0; h < high; ++h) {
+        if (sparse && (h & 7) == 0 && h + 8 <= high && !pg_hb8_has(hb, h, key)) {
+            h += 7;
+            continue;
         }
-        if (pass > 0 || !pg_refit(g, k, x0, y0, x1, y1))
-            break;
+        if ((hb[h] & PG_HB_LEVEL) != key)
+            continue;
+        const qg_rect b = boxes[h];
+        x0 = b.min_x < x0 ? b.min_x : x0;
+        y0 = b.min_y < y0 ? b.min_y : y0;
+        x1 = b.min_x > x1 ? b.min_x : x1;
+        y1 = b.min_y > y1 ? b.min_y : y1;
+        start[pg_cell_of(L, pg_box_point(L, b))]++;
     }
-    // Ends of the cells; the scatter below counts each back to its start.
-    const int32_t cells = L->cols * L->rows;
-    int32_t sum = 0;
-    for (int32_t c = 0; c < cells; ++c) {
-        sum += start[c];
-        start[c] = sum;
-    }
-    start[cells] = sum;
+    ext[0] = x0, ext[1] = y0, ext[2] = x1, ext[3] = y1;
+}
+
+/// The scatter pass of a re-sort: each element of the level to its slot,
+/// handles descending so that they ascend within a cell.
+static PG_ALWAYS_INLINE void pg_scatter_pass(pg_level *L, const qg_rect *boxes, uint8_t *hb, int32_t high, uint32_t key,
+                                             bool sparse)
+{
+    int32_t *start = L->start;
     for (int32_t h = high - 1; h >= 0; --h) {
-        if ((h & 7) == 7 && !pg_hb8_has(hb, h - 7, key)) {
+        if (sparse && (h & 7) == 7 && !pg_hb8_has(hb, h - 7, key)) {
             h -= 7;
             continue;
         }
@@ -405,6 +406,41 @@ void qg_pg_rebuild(point_grid *g, int32_t k)
         pg_write_slot(L, --start[cy * L->cols + cx], (uint32_t)h, p, m, cx, cy);
         hb[h] = (uint8_t)(key | (uint32_t)(cx & 3) | (uint32_t)(cy & 3) << 2);
     }
+}
+
+void qg_pg_rebuild(point_grid *g, int32_t k)
+{
+    pg_level *L = &g->level[k];
+    const qg_rect *boxes = g->base.boxes;
+    uint8_t *hb = g->hb;
+    const int32_t high = g->base.box_high;
+    const uint32_t key = (uint32_t)k << 4;
+    int32_t *start = L->start;
+    // A level of under a sixteenth of the handles skips the others' bytes
+    // eight at a time; a dense one (agents: every handle) pays no test.
+    const bool sparse = (int64_t)L->count * 16 < high;
+    for (int pass = 0;; ++pass) {
+        memset(start, 0, ((size_t)L->cols * L->rows + 1) * sizeof(int32_t));
+        float ext[4];
+        if (sparse)
+            pg_count_pass(L, boxes, hb, high, key, true, start, ext);
+        else
+            pg_count_pass(L, boxes, hb, high, key, false, start, ext);
+        if (pass > 0 || !pg_refit(g, k, ext[0], ext[1], ext[2], ext[3]))
+            break;
+    }
+    // Ends of the cells; the scatter below counts each back to its start.
+    const int32_t cells = L->cols * L->rows;
+    int32_t sum = 0;
+    for (int32_t c = 0; c < cells; ++c) {
+        sum += start[c];
+        start[c] = sum;
+    }
+    start[cells] = sum;
+    if (sparse)
+        pg_scatter_pass(L, boxes, hb, high, key, true);
+    else
+        pg_scatter_pass(L, boxes, hb, high, key, false);
     for (int32_t r = 0; r < L->rows; ++r)
         L->tail_head[r] = PG_TAIL_END;
     L->listed = sum;
