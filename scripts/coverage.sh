@@ -37,9 +37,13 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DQG_WERROR=ON -DQG_BUILD_TESTS=
 cmake --build "$build" -j "$jobs" > /dev/null
 # Counts from an earlier run would add up: start from zero.
 find "$build" -name '*.gcda' -delete
-ctest --test-dir "$build" --output-on-failure -j "$jobs" -E '^(sim_.*|install|readme_example)$'
+# A failing test fails the script, after the coverage is printed.
+status=0
+ctest --test-dir "$build" --output-on-failure -j "$jobs" -E '^(sim_.*|install|readme_example)$' ||
+    status=$?
 
 root=$(pwd)
 echo "=== coverage of src/ (gcovr $(gcovr --version | head -n 1 | awk '{print $2}'), branches per file)"
 gcovr --root "$root" --object-directory "$build" --filter "$root/src/" \
     --exclude-unreachable-branches -j "$jobs" --txt -b -s
+exit "$status"
