@@ -737,6 +737,15 @@ static inline bool gr_pairs_long(const gr_grid *g, const gr_row *r, int32_t x, i
 #define GR_PREFETCH(p) ((void)(p))
 #endif
 
+/// The pair loop is written once for the serial search and the parts; forced
+/// inline so each caller gets its own copy, compiled as the one loop was
+/// (out of line, the serial search ran 2.5% more instructions).
+#if defined(__GNUC__)
+#define GR_FORCE_INLINE static inline __attribute__((always_inline))
+#else
+#define GR_FORCE_INLINE static inline
+#endif
+
 /// Element nodes gathered per batch in gr_pairs.
 #define GR_BATCH 512
 
@@ -770,7 +779,7 @@ static inline bool gr_pairs_among(const gr_grid *g, int32_t x, int32_t y, const 
 /// boxes' overlap (gr_key). The lists of a run of cells are gathered first,
 /// prefetching every element's box, so the boxes' cache misses overlap
 /// instead of queueing one behind the other. False when fn asked to stop.
-static inline bool gr_pairs_rows(const gr_grid *g, const qg_index *index, int32_t y0, int32_t y1, qg_pair_fn *fn,
+GR_FORCE_INLINE bool gr_pairs_rows(const gr_grid *g, const qg_index *index, int32_t y0, int32_t y1, qg_pair_fn *fn,
                                  void *user, qg_query_stats *stats)
 {
     const qg_rect *boxes = index->boxes;

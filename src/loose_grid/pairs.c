@@ -198,12 +198,12 @@ static bool lg_pairs_cells(const loose_grid *g, int32_t c0, int32_t c1, qg_pair_
     const qg_rect *boxes = g->base.boxes;
     if (g->fresh) {
         // Right after qg_cleanup: everything streams from the items.
-        for (int32_t ia = c0, cy = c0 / g->lcols, cx = c0 % g->lcols; ia < c1; ++ia) {
-            if (g->start[ia] != g->start[ia + 1] && !lg_pairs_cell_fresh(g, ia, cx, cy, fn, user, stats))
-                return false;
-            if (++cx == g->lcols) {
-                cx = 0;
-                cy++;
+        // Row by row, as the cells' coordinates are wanted too.
+        for (int32_t ia = c0; ia < c1;) {
+            const int32_t cy = ia / g->lcols, row_end = (cy + 1) * g->lcols < c1 ? (cy + 1) * g->lcols : c1;
+            for (int32_t cx = ia - cy * g->lcols; ia < row_end; ++cx, ++ia) {
+                if (g->start[ia] != g->start[ia + 1] && !lg_pairs_cell_fresh(g, ia, cx, cy, fn, user, stats))
+                    return false;
             }
         }
         return true;
