@@ -18,6 +18,15 @@
 // - Queries and pairs walk rows in order and report each element or pair in
 //   the one wrapped cell holding the top-left corner of the overlap: no
 //   visited set, even where ranges wrap.
+// - Several cores (grid_rows.h, gr_pairs_part and gr_move_many): the pair
+//   search splits into bands of rows balanced by element nodes; a pair is
+//   reported in one wrapped cell, which lies in one band, so each pair comes
+//   from exactly one part, torus wrap included (the everywhere list's pairs
+//   split by handle range). A batch move finds in parallel which moves change
+//   cells (about 10% of a frame's on `agents` at 1,000,000), reserves every
+//   row they need serially (QG_ERR_NOMEM before any change), then each part
+//   stores its share of the boxes and relinks its own band of rows, unlinks
+//   before links. Cleanup only frees emptied rows: it stays serial.
 #include "grid_rows.h"
 
 typedef struct grid {

@@ -19,6 +19,10 @@
 //   discards every empty child at once, and the set bits are walked with
 //   count-trailing-zeros. A large query over a sparse world looks at far fewer
 //   cells than QG_GRID.
+// - Several cores: as QG_GRID (grid_rows.h: bands of rows for the pair
+//   search, rows relinked by band in a batch move). The bitset's words above
+//   level 1 span bands, so a batch move brings the bits of the cells its
+//   changed moves touched up to date serially after the parallel relink.
 #include "grid_rows.h"
 
 typedef struct multi_grid {

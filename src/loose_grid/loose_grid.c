@@ -479,6 +479,23 @@ static void loose_grid_cleanup(qg_index *index)
         g->refit = qg_lg_crowded(g, n);
 }
 
+/// qg_cleanup_parallel: loose_grid_cleanup with the gather of the boxes and
+/// the shrink of the loose boxes on `jobs` (qg_lg_collect_refile_parallel);
+/// the permutation, the relink, the trim and the crowding check as there.
+/// Never allocates.
+static void loose_grid_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
+{
+    loose_grid *g = (loose_grid *)index;
+    g->epoch = (g->epoch + 1) % LG_EPOCHS;
+    const int32_t n = qg_lg_collect_refile_parallel(g, jobs);
+    qg_lg_trim_steady(g);
+    g->strays = 0;
+    if (g->fit_wait > 0)
+        g->fit_wait--;
+    else if (n >= LG_FIT_MIN && !g->refit)
+        g->refit = qg_lg_crowded(g, n);
+}
+
 static void loose_grid_clear(qg_index *index)
 {
     loose_grid *g = (loose_grid *)index;
@@ -685,5 +702,5 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
 }
 
 QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .pairs_part = qg_lg_pairs_part,
-                 .move_many = loose_grid_move_many);
+                 .move_many = loose_grid_move_many, .cleanup_parallel = loose_grid_cleanup_parallel);
 

@@ -75,6 +75,16 @@
 //   `cell`, 20 for its item and 4 for `next`. Once the population is
 //   steady, qg_cleanup gives back the spare capacity the 1.5x growth of the
 //   per-element arrays left (shrinking never fails).
+// - Several cores: the pair search splits into ranges of loose cells cut
+//   where the last cleanup's runs (start[]) split the items evenly; a pair
+//   is reported from one loose cell, so from one part. A batch move finds in
+//   parallel the near moves (the first since cleanup, within the margin, in
+//   the same cell: they write only their own box and `cell` word), runs the
+//   far ones serially first (they grow loose boxes and relink; undone in
+//   reverse on QG_ERR_NOMEM), then stores the near ones in parallel. A
+//   parallel cleanup gathers the boxes and shrinks the loose boxes of the
+//   sorted runs on the workers; the in-place permutation and the relink of
+//   the tight cells stay serial.
 #ifndef QG_LOOSE_GRID_H
 #define QG_LOOSE_GRID_H
 
@@ -270,6 +280,21 @@ static inline int32_t lg_max32(int32_t a, int32_t b)
     return a > b ? a : b;
 }
 
+/// The first loose cell whose run of the last cleanup starts at or after
+/// item `item` (start[] never decreases): where the parallel passes cut the
+/// cells into pieces of about equal items.
+static inline int32_t qg_lg_cell_at(const loose_grid *g, int64_t item)
+{
+    int32_t lo = 0, hi = g->lcols * g->lrows;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (g->start[mid] < item)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 /// A world for the elements: see the file's header.
 typedef struct lg_plan {
@@ -293,6 +318,7 @@ void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t
 void qg_lg_trim_steady(loose_grid *g);
 int32_t qg_lg_collect(loose_grid *g);
 void qg_lg_refile(loose_grid *g, int32_t n);
+int32_t qg_lg_collect_refile_parallel(loose_grid *g, const qg_jobs *jobs);
 bool qg_lg_crowded(const loose_grid *g, int32_t n);
 void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);
 void qg_lg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,

@@ -247,21 +247,6 @@ void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_sta
     lg_pairs_cells(g, 0, g->lcols * g->lrows, fn, user, stats);
 }
 
-/// The first loose cell whose run starts at or after item `item` (start[]
-/// never decreases).
-static int32_t lg_cell_at(const loose_grid *g, int64_t item)
-{
-    int32_t lo = 0, hi = g->lcols * g->lrows;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        if (g->start[mid] < item)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /// Part `part` of `parts` of the pair search: a range of loose cells, cut
 /// where the runs of the last cleanup (start[]) split the items evenly, so
 /// the parts hold about as many elements each (an even split of the cells
@@ -278,8 +263,8 @@ void qg_lg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pai
     } else {
         int64_t i0, i1;
         qg_part_range(packed, part, parts, &i0, &i1);
-        c0 = part == 0 ? 0 : lg_cell_at(g, i0);
-        c1 = part == parts - 1 ? nl : lg_cell_at(g, i1);
+        c0 = part == 0 ? 0 : qg_lg_cell_at(g, i0);
+        c1 = part == parts - 1 ? nl : qg_lg_cell_at(g, i1);
     }
     lg_pairs_cells(g, (int32_t)c0, (int32_t)c1, fn, user, stats);
 }

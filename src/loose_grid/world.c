@@ -130,11 +130,45 @@ static void lg_clip(loose_grid *g, lg_loose *fit, const lg_loose *old, const lg_
     }
 }
 
+/// Pieces a parallel cleanup cuts the loose cells into: a few per worker, so
+/// the job system can even them out.
+#define LG_PAR_PIECES 16
+
+/// Cell c's run [s0, end) is sorted: its list (the run's links, in `next`),
+/// its loose box (its elements' boxes plus the margin, clipped by lg_clip
+/// where that would need new links).
+static inline void lg_finish_cell(loose_grid *g, int32_t c, int32_t s0, int32_t end, float m)
+{
+    const lg_item *items = g->items;
+    int32_t *key = g->next;
+    lg_loose *lc = &g->loose[c];
+    if (s0 == end) {
+        *lc = lg_empty;
+        return;
+    }
+    float l = INFINITY, t = INFINITY, r = -INFINITY, b = -INFINITY;
+    for (int32_t q = s0; q < end; ++q) {
+        const qg_rect e = items[q].box;
+        l = e.min_x < l ? e.min_x : l;
+        t = e.min_y < t ? e.min_y : t;
+        r = e.max_x > r ? e.max_x : r;
+        b = e.max_y > b ? e.max_y : b;
+        key[q] = q + 1;
+    }
+    key[end - 1] = -1;
+    // (the same rounding as lg_fatten, so the moves' test agrees)
+    lg_loose fit = {s0, l - m, t - m, r + m, b + m};
+    const lg_range had = lg_cell_range(g, lc), now = lg_range_of(g, fit.l, fit.t, fit.r, fit.b);
+    if (now.x0 < had.x0 || now.y0 < had.y0 || now.x1 > had.x1 || now.y1 > had.y1)
+        lg_clip(g, &fit, lc, items, s0, end);
+    *lc = fit;
+}
+
 /// Cleanup, step 2: the items into cell order, in place (American flag
 /// sort: each bucket's next unsorted slot is `count`), and then, cell by
 /// cell while its run is in cache, the run's list, the loose box of its
 /// fattened boxes, and the run's start. Leaves `count` zeroed.
-static void lg_sort(loose_grid *g, int32_t n)
+static void lg_sort(loose_grid *g, int32_t n, bool permute_only)
 {
     const int32_t nl = g->lcols * g->lrows;
     lg_item *items = g->items;
@@ -171,35 +205,90 @@ static void lg_sort(loose_grid *g, int32_t n)
             count[c] = p + 1;
         }
         count[c] = 0;
-        lg_loose *lc = &g->loose[c];
-        if (s0 == end) {
-            *lc = lg_empty;
+        if (!permute_only)
+            lg_finish_cell(g, c, s0, end, m);
+    }
+}
+
+/// Loose cells [c0, c1) of a parallel cleanup, after lg_sort's permutation:
+/// each cell writes only its own loose box, its run's links and its
+/// elements' `cell` words, so ranges of cells run at once.
+static void lg_finish_task(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    loose_grid *g = context;
+    const int32_t nl = g->lcols * g->lrows;
+    int64_t c0, c1, i0, i1;
+    for (int32_t p = begin; p < end; ++p) {
+        // LG_PAR_PIECES pieces of about equal items (start[] splits them).
+        qg_part_range(g->start[nl], p, LG_PAR_PIECES, &i0, &i1);
+        c0 = p == 0 ? 0 : qg_lg_cell_at(g, i0);
+        c1 = p == LG_PAR_PIECES - 1 ? nl : qg_lg_cell_at(g, i1);
+        for (int32_t c = (int32_t)c0; c < (int32_t)c1; ++c)
+            lg_finish_cell(g, c, g->start[c], g->start[c + 1], g->margin);
+    }
+}
+
+/// Cleanup's collect, in parallel over slices of the items: each live item
+/// gets its element's box and its sort key (-1 for a hole). The boxes are
+/// gathered by handle, the random reads that make collect slow; counting
+/// and closing the holes stay serial (lg_collect_close).
+static void lg_collect_task(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    loose_grid *g = context;
+    lg_item *items = g->items;
+    int32_t *key = g->next;
+    const qg_rect *boxes = g->base.boxes;
+    const uint32_t *cell = g->cell;
+    for (int32_t k = begin; k < end; ++k) {
+        if (k + LG_AHEAD < end && items[k + LG_AHEAD].h >= 0)
+            LG_PREFETCH(&boxes[items[k + LG_AHEAD].h]);
+        const qg_handle h = items[k].h;
+        if (h < 0) {
+            key[k] = -1;
             continue;
         }
-        float l = INFINITY, t = INFINITY, r = -INFINITY, b = -INFINITY;
-        for (int32_t q = s0; q < end; ++q) {
-            const qg_rect e = items[q].box;
-            l = e.min_x < l ? e.min_x : l;
-            t = e.min_y < t ? e.min_y : t;
-            r = e.max_x > r ? e.max_x : r;
-            b = e.max_y > b ? e.max_y : b;
-            key[q] = q + 1;
-        }
-        key[end - 1] = -1;
-        // (the same rounding as lg_fatten, so the moves' test agrees)
-        lg_loose fit = {s0, l - m, t - m, r + m, b + m};
-        const lg_range had = lg_cell_range(g, lc), now = lg_range_of(g, fit.l, fit.t, fit.r, fit.b);
-        if (now.x0 < had.x0 || now.y0 < had.y0 || now.x1 > had.x1 || now.y1 > had.y1)
-            lg_clip(g, &fit, lc, items, s0, end);
-        *lc = fit;
+        items[k].box = boxes[h];
+        key[k] = (int32_t)(cell[h] & LG_CELL_MASK);
     }
+}
+
+/// qg_lg_collect, qg_lg_refile's sort and its relink with the parallel-
+/// friendly work on `jobs`: the gather of the boxes (lg_collect_task) and
+/// the loose boxes of the sorted runs (lg_finish_task). The in-place
+/// permutation, the counts and the tight cells' relink stay serial. The
+/// same result as qg_lg_collect then qg_lg_refile. Returns the items.
+int32_t qg_lg_collect_refile_parallel(loose_grid *g, const qg_jobs *jobs)
+{
+    qg_jobs_run(jobs, lg_collect_task, g->item_high, g);
+    lg_item *items = g->items;
+    int32_t *key = g->next, *count = g->count;
+    int32_t w = 0;
+    for (int32_t k = 0; k < g->item_high; ++k) {
+        const int32_t c = key[k];
+        if (c < 0)
+            continue;
+        items[w] = items[k];
+        key[w] = c;
+        count[c]++;
+        w++;
+    }
+    lg_sort(g, w, true);
+    qg_jobs_run(jobs, lg_finish_task, LG_PAR_PIECES, g);
+    g->packed = w;
+    g->item_high = w;
+    g->free_item = -1;
+    g->fresh = true;
+    lg_relink(g);
+    return w;
 }
 
 /// Lays the n collected items out in loose-cell order and rebuilds the
 /// tight cells' lists: the end of qg_cleanup's pass and of a re-fit.
 void qg_lg_refile(loose_grid *g, int32_t n)
 {
-    lg_sort(g, n);
+    lg_sort(g, n, false);
     g->packed = n;
     g->item_high = n;
     g->free_item = -1;
