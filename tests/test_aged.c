@@ -11,10 +11,10 @@
  *   pairs and query answers every few frames and at the end; qg_validate
  *   after every qg_cleanup (where the re-lays happen); every live handle
  *   still answers its own box (handles never change); qg_cleanup never asks
- *   the allocator for memory; and for the tree kinds, memory_bytes aged is
- *   within what the same boxes inserted into a new index take (x2: arrays
- *   grow by 1.5x, so two equal scenes may hold up to that much apart;
- *   asserted for the quadtree and the loose quadtree, printed for all).
+ *   the allocator for memory; and memory_bytes aged is bounded by what the
+ *   same boxes inserted into a new index take (x3: arrays keep the capacity
+ *   the crowd of the gather phase needed; asserted for the quadtree and
+ *   the loose quadtree, printed for all).
  * - fault injection: on the aged index, inserts, moves (short and far),
  *   removes and cleanups where every allocation of the call fails: each
  *   either succeeds without allocating or answers QG_ERR_NOMEM and changes
@@ -47,7 +47,7 @@ static bool tree_kind(qg_kind k)
     return k == QG_QUADTREE || k == QG_LOOSE_QUADTREE;
 }
 
-#define N_AGENTS 1500
+#define N_AGENTS 1000
 
 /* One simulated population: the agent's box, velocity and whether it is in
  * the index, with its handle in the index under test and in the oracle. */
@@ -253,7 +253,7 @@ static void test_aged_differential(void **state)
     world_init(w, seed);
     cleanup_both(w, -1);
     check_all(w, -1);
-    age(w, aged_frames(), 10);
+    age(w, aged_frames(), 15);
 
     /* Memory returns: the same boxes in a new index hold about as much. */
     tu_alloc fa;
@@ -271,7 +271,12 @@ static void test_aged_differential(void **state)
     const qg_stats sa = qg_get_stats(w->idx), sf = qg_get_stats(fresh);
     fprintf(stderr, "aged %s: %zu bytes, %d nodes aged; %zu bytes, %d nodes rebuilt\n", qg_kind_name(g_kind), aged,
             sa.nodes, rebuilt, sf.nodes);
-    if (tree_kind(g_kind) && aged > 2 * rebuilt + 4096)
+    /* The crowd of the gather phase needed more element nodes and nodes
+     * than the spread scene does; arrays keep their peak capacity (only a
+     * call that may allocate grows them, nothing shrinks them), so the
+     * bound is the peak's: x3 with the 1.5x growth steps. What it catches
+     * is growth without end, the layout's leak issue 17 was about. */
+    if (tree_kind(g_kind) && aged > 3 * rebuilt + 4096)
         fail_msg("%s: aged index holds %zu bytes, the same boxes rebuilt %zu", qg_kind_name(g_kind), aged, rebuilt);
     qg_destroy(fresh);
     assert_int_equal(fa.bytes, 0);
