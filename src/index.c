@@ -540,10 +540,18 @@ qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_ha
                 taken++; // its slot is given back below
                 break;
             }
+            // Counted as it goes in, as qg_insert does: a kind's insert may
+            // read the count (the quadtree re-fits when it doubled).
+            index->count++;
         }
-        if (s != QG_OK)
-            for (int32_t i = taken - 1; i-- > 0;)
+        if (s != QG_OK) {
+            for (int32_t i = taken - 1; i-- > 0;) {
                 index->klass->remove(index, handles[i]);
+                index->count--;
+            }
+        } else {
+            index->count -= n; // added once below, for both paths
+        }
     }
     if (s != QG_OK) {
         // Handles issued beyond the old high water mark go away; reused ones
