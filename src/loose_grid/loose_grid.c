@@ -391,6 +391,7 @@ static qg_status lg_batch_far(loose_grid *g, const lg_batch *b, qg_rect *old)
         s = lg_move_plain(g, &txn, h, b->boxes[i]);
         if (s != QG_OK) {
             qg_txn_rollback(&txn);
+            j--; // this one did not move: the undo starts at the one before
             break;
         }
     }
