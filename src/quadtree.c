@@ -838,10 +838,14 @@ static void qt_gather_batch(const quadtree *qt, const qt_cell *leaf, int n, qg_h
     }
 }
 
-static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+/// The pairs of the leaves whose lowest row lies in [y0, y1): every leaf
+/// has one such row, so bands of rows split the search without a pair
+/// reported twice (a pair is reported in one leaf, and each leaf is in one
+/// band).
+static void qt_pairs_band(const quadtree *qt, int32_t y0, int32_t y1, qg_pair_fn *fn, void *user,
+                          qg_query_stats *stats)
 {
-    const quadtree *qt = (const quadtree *)index;
-    const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
+    const qt_ibox band = {0, y0, QT_SIDE - 1, y1 - 1};
     qt_iter it;
     qt_cell c;
     qt_cell leaf[QT_BATCH];
@@ -852,10 +856,12 @@ static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg
         // Leaves in tree order, a batch at a time.
         int n = 0;
         while (n < QT_BATCH) {
-            if (!qt_next_leaf(qt, &it, all, &c)) {
+            if (!qt_next_leaf(qt, &it, band, &c)) {
                 more = false;
                 break;
             }
+            if (c.y < y0)
+                continue; // a leaf reaching down from the band before
             const int64_t k = qt->nodes[c.node].count;
             stats->nodes_visited++;
             stats->elements_tested += k * (k - 1) / 2;
@@ -872,6 +878,21 @@ static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg
                 return;
         }
     }
+}
+
+static void quadtree_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    qt_pairs_band((const quadtree *)index, 0, QT_SIDE, fn, user, stats);
+}
+
+/// qg_pairs_parallel: part p takes the p-th of `parts` equal bands of rows
+/// of the tree's world (the elements' spread, after the re-fit).
+static void quadtree_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                                qg_query_stats *stats)
+{
+    const int32_t y0 = (int32_t)((int64_t)QT_SIDE * part / parts), y1 = (int32_t)((int64_t)QT_SIDE * (part + 1) / parts);
+    if (y0 < y1)
+        qt_pairs_band((const quadtree *)index, y0, y1, fn, user, stats);
 }
 
 static void quadtree_stats(const qg_index *index, qg_stats *stats)
@@ -968,4 +989,4 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS(quadtree, QG_QUADTREE, quadtree);
+QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part);
