@@ -367,6 +367,59 @@ QG_API qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_han
 /// qg_pairs_parallel would reject makes it a plain qg_cleanup.
 QG_API void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs);
 
+/* ---- Engine scenes: static elements, collision filters, overlap events ---
+ *
+ * A level is mostly static: walls and tiles that never move, actors that
+ * cross them. Mark the static elements with qg_set_static: they leave the
+ * kind's structure for a compact static layer ordered by cell, and the pair
+ * search walks only what moves (dynamic elements, and static ones moved since
+ * the last qg_cleanup) against everything else; two static elements are never
+ * paired. Filters and events follow Box2D's category/mask bits and
+ * begin/end contact events. Queries, ray casts and nearest see every element,
+ * static or not, unfiltered. */
+
+/// Collision filter: elements a and b are paired (qg_pairs, qg_pair_events) only when
+/// (a.category & b.mask) != 0 and (b.category & a.mask) != 0. Queries and ray casts are
+/// not filtered. Every element starts with qg_default_filter() (pairs with everything).
+typedef struct qg_filter {
+    uint32_t category; ///< the bits this element is
+    uint32_t mask;     ///< the bits it pairs with
+} qg_filter;
+
+/// {category 1, mask 0xFFFFFFFF}.
+QG_API qg_filter qg_default_filter(void);
+
+/// Sets an element's filter. QG_ERR_HANDLE for a handle that is not live;
+/// QG_ERR_NOMEM (the first non-default filter of an index allocates the
+/// per-element filters) leaves the filter as it was. A removed element's
+/// filter is forgotten: a new element on its handle starts with the default.
+QG_API qg_status qg_set_filter(qg_index *index, qg_handle handle, qg_filter filter);
+
+/// Reads an element's filter into *filter. QG_ERR_HANDLE for a handle that is
+/// not live.
+QG_API qg_status qg_get_filter(const qg_index *index, qg_handle handle, qg_filter *filter);
+
+/// Marks an element static (or dynamic again). Two static elements are never paired.
+/// Static elements are expected to move rarely: qg_move on one is allowed and exact, and
+/// may cost more. New elements are dynamic. QG_ERR_HANDLE for a handle that is not live;
+/// QG_ERR_NOMEM leaves the element as it was. qg_is_static is false for a handle that is
+/// not live.
+QG_API qg_status qg_set_static(qg_index *index, qg_handle handle, bool is_static);
+
+/// True when the live element `handle` is static.
+QG_API bool qg_is_static(const qg_index *index, qg_handle handle);
+
+/// Overlap events since the previous call on this index: began(a, b) for each pair that is
+/// paired now (qg_pairs' set: overlapping, filters, static rule) and was not at the previous
+/// call; ended(a, b) for each pair that was paired at the previous call and is not now,
+/// including pairs whose element was removed (reported with the handle it had, even when a
+/// later insert reused that handle: then its new pairs are reported as began). The first call
+/// reports every current pair as began. In each event a < b. Either callback may be NULL.
+/// Every event is reported; the callbacks' return values are ignored. The index keeps the
+/// set of current pairs (counted in memory_bytes); QG_ERR_NOMEM reports nothing and keeps the
+/// previous set, so the next call reports the same events again. Not const: one thread.
+QG_API qg_status qg_pair_events(qg_index *index, qg_pair_fn *began, qg_pair_fn *ended, void *user);
+
 #ifdef __cplusplus
 }
 #endif
