@@ -1,6 +1,7 @@
-/* quadgrid-bench: the standard workloads (agents, static) plus two extras
- * (sparse, insert) for every quadgrid kind that is built and for peer
- * libraries, all in one process on the same boxes. See docs/benchmarks.md. */
+/* quadgrid-bench: the standard workloads (agents, mixed, static, rays, knn,
+ * level) plus extras (sparse, insert, scenes, drift) for every quadgrid kind
+ * that is built and for peer libraries, all in one process on the same
+ * boxes. See docs/benchmarks.md. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -16,13 +17,14 @@
 #include <quadgrid.h>
 
 #include "peers/peer.h"
+#include "level.h"
 #include "rays.h"
 #include "workload.h"
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                  */
 
-typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT, W_RAYS, W_KNN } workload;
+typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT, W_RAYS, W_KNN, W_LEVEL } workload;
 typedef enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV } out_format;
 
 typedef struct options {
@@ -37,6 +39,7 @@ typedef struct options {
     unsigned scene_mask;  /* scenes: bit k = scene k selected */
     out_format format;
     bool verify;
+    bool events;          /* level: qg_pair_events instead of qg_pairs */
     int32_t threads;      /* --threads: workers for quadgrid's parallel calls */
     const qg_jobs *jobs;  /* the pool's job system when threads > 1, else NULL */
     bench_setup tune; /* element sizes and quadgrid tuning; bounds/n set per run */
@@ -52,7 +55,7 @@ enum { QUADRATIC_LIMIT = 20000 };
 #define LARGEST_WIDTH 8.0f
 
 static const char *workload_name(workload w) {
-    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift", "rays", "knn"};
+    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift", "rays", "knn", "level"};
     return names[w];
 }
 
@@ -64,17 +67,24 @@ static const qg_kind qg_kinds[QG_KIND_COUNT] = {
     QG_MULTI_GRID, QG_LOOSE_GRID,     QG_POINT_GRID,     QG_BRUTE_FORCE,
 };
 
+/* A peer runs the workloads its tables have: `vt` all but level, `level`
+ * the level workload (Box2D's level is its b2BroadPhase, a peer of its own
+ * name; its b2DynamicTree peer has no level). */
 static const bench_peer peers[] = {
-    {"sweep", &bench_sweep_vtable, NULL, BENCH_BYTES_EXACT, false},
+    {"sweep", &bench_sweep_vtable, NULL, BENCH_BYTES_EXACT, false, &bench_sweep_level_vtable},
 #ifdef QG_BENCH_HAVE_CHIPMUNK
-    {"chipmunk_bbtree", &bench_chipmunk_bbtree_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false},
-    {"chipmunk_spacehash", &bench_chipmunk_spacehash_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false},
+    {"chipmunk_bbtree", &bench_chipmunk_bbtree_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false,
+     &bench_chipmunk_bbtree_level_vtable},
+    {"chipmunk_spacehash", &bench_chipmunk_spacehash_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false,
+     &bench_chipmunk_spacehash_level_vtable},
 #endif
 #ifdef QG_BENCH_HAVE_BOX2D
-    {"box2d_dynamic_tree", &bench_box2d_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false},
+    {"box2d_dynamic_tree", &bench_box2d_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false, NULL},
+    {"box2d_broadphase", NULL, NULL, BENCH_BYTES_HEAP_DELTA, false, &bench_box2d_level_vtable},
 #endif
 #ifdef QG_BENCH_HAVE_BOOST
-    {"boost_rtree", &bench_boost_rtree_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false},
+    {"boost_rtree", &bench_boost_rtree_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false,
+     &bench_boost_rtree_level_vtable},
 #endif
 };
 enum { PEER_COUNT = sizeof peers / sizeof peers[0] };
@@ -85,7 +95,7 @@ static const char *const missing_peers[] = {
     "chipmunk_bbtree", "chipmunk_spacehash",
 #endif
 #ifndef QG_BENCH_HAVE_BOX2D
-    "box2d_dynamic_tree",
+    "box2d_dynamic_tree", "box2d_broadphase",
 #endif
 #ifndef QG_BENCH_HAVE_BOOST
     "boost_rtree",
@@ -95,7 +105,7 @@ static const char *const missing_peers[] = {
 
 static bench_peer quadgrid_peer(qg_kind k) {
     bench_peer p = {qg_kind_name(k), &bench_quadgrid_vtable, &qg_kinds[k], BENCH_BYTES_EXACT,
-                    k == QG_BRUTE_FORCE};
+                    k == QG_BRUTE_FORCE, NULL /* level: with qg_set_static (issue 18) */};
     return p;
 }
 
@@ -1080,6 +1090,43 @@ static int run_scenes(const options *o, const bench_peer *impls, int impl_count)
 /* ------------------------------------------------------------------------ */
 /* check: the reference against plain loops, independent of the library     */
 
+/* The level reference (sort-and-sweep, tile-tile pairs dropped) against
+ * plain loops over every agent and every element, each frame. */
+static int run_check_level(const options *o) {
+    bench_level_scene sc;
+    if (!bench_level_init(&sc, o->n)) return note("out of memory"), 1;
+    qgw_sweep ref = {0};
+    int rc = 0;
+    const int32_t S = sc.tiles, A = sc.agents.n;
+    if (o->format == OUT_TABLE) printf("level n=%d: %d tiles, %d agents\n", o->n, S, A);
+    for (int32_t frame = 0; frame <= o->frames + WARMUP_FRAMES && rc == 0; frame++) {
+        if (frame > 0) {
+            qgw_agents_move(&sc.agents);
+            bench_level_sync(&sc);
+        }
+        qgw_sum fast, slow = {0, 0};
+        if (!bench_level_reference(&sc, &ref, &fast, NULL)) {
+            rc = 1;
+            break;
+        }
+        for (int32_t i = 0; i < S + A; i++)
+            for (int32_t j = (i < S ? S : i + 1); j < S + A; j++)
+                if (qgw_overlap(&sc.all[i], &sc.all[j])) qgw_sum_pair(i, j, &slow);
+        if (fast.count != slow.count || fast.checksum != slow.checksum) {
+            note("MISMATCH: level reference at frame %d: %" PRIu64 " pairs vs %" PRIu64, frame, fast.count,
+                 slow.count);
+            rc = 2;
+        } else if (o->format == OUT_TABLE) {
+            printf("level frame %3d: pairs %8" PRIu64 "  checksum %016" PRIx64 "\n", frame, fast.count,
+                   fast.checksum);
+        }
+    }
+    if (rc == 0) note("check: level reference equals plain loops (n=%d)", o->n);
+    qgw_sweep_free(&ref);
+    bench_level_free(&sc);
+    return rc;
+}
+
 static int run_check(const options *o) {
     qgw_agents a;
     if (!qgw_agents_init(&a, o->n)) return note("out of memory"), 1;
@@ -1119,6 +1166,7 @@ static int run_check(const options *o) {
     if (rc == 0) note("check: sort-and-sweep reference equals plain loops (n=%d)", a.n);
     qgw_sweep_free(&ref);
     qgw_agents_free(&a);
+    if (rc == 0) rc = run_check_level(o);
     return rc;
 }
 
@@ -1137,6 +1185,9 @@ static void usage(FILE *f) {
           "  static   N boxes, window queries\n"
           "  rays     segment casts (length 256) over the static boxes: all hits and closest hit\n"
           "  knn      the 8 nearest static boxes to each of Q points\n"
+          "  level    a static 40% tile map (about 0.4 N tiles, static) and N/25 agents\n"
+          "           crossing it; every pair but tile-tile each frame (--events: the\n"
+          "           overlap events instead, qg_pair_events; fields began, ended)\n"
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
           "  check    test the sort-and-sweep reference against plain loops\n"
@@ -1144,9 +1195,9 @@ static void usage(FILE *f) {
           "           the index's bytes at each, per kind (issue 17)\n"
           "options:\n"
           "  --kind K[,K...]|all  quadgrid kinds and peers (default all; --list shows them)\n"
-          "  --n N                elements (agents/mixed/sparse/scenes 100000, static/insert 1000000)\n"
+          "  --n N                elements (agents/mixed/sparse/scenes/level 100000, static/insert 1000000)\n"
           "  --frames F           measured frames after 3 warm-up frames (default 60, scenes 10)\n"
-          "  --age F              agents, mixed: F more unmeasured frames before the measured\n"
+          "  --age F              agents, mixed, level: F more unmeasured frames before the measured\n"
           "                       ones, so the figures are those of an aged layout (default 0)\n"
           "  --threads T          workers for quadgrid's parallel calls (qg_move_many,\n"
           "                       qg_cleanup_parallel, qg_pairs_parallel; static: the queries\n"
@@ -1156,6 +1207,7 @@ static void usage(FILE *f) {
           "  --repeat R           insert: builds, rays/knn: timed passes; median reported (default 3)\n"
           "  --json | --csv       one line per (workload, kind, n)\n"
           "  --verify             compare every frame/query with sort-and-sweep, fail on mismatch\n"
+          "  --events             level: measure overlap events (qg_pair_events) instead of pairs\n"
           "                       (scenes: pairs are always compared; --verify adds queries)\n"
           "  --element-size S     typical width given to every index (default 5)\n"
           "  --cell-size S --max-depth D --leaf-capacity C   quadgrid tuning (0 = default)\n"
@@ -1192,7 +1244,9 @@ static void list_kinds(void) {
     for (int k = 0; k < QG_KIND_COUNT; k++)
         printf("%-20s quadgrid%s\n", qg_kind_name((qg_kind)k),
                qg_kind_available((qg_kind)k) ? "" : " (not built in this version)");
-    for (int i = 0; i < PEER_COUNT; i++) printf("%-20s peer\n", peers[i].name);
+    for (int i = 0; i < PEER_COUNT; i++)
+        printf("%-20s peer%s\n", peers[i].name,
+               !peers[i].vt ? " (level only)" : !peers[i].level ? " (no level: see box2d_broadphase)" : "");
     for (int i = 0; missing_peers[i]; i++)
         printf("%-20s peer (not built: QG_BENCH_PEERS=OFF or library not found at configure time)\n", missing_peers[i]);
 }
@@ -1293,9 +1347,249 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* level: a static tile map and the agents that cross it                    */
+
+/* The threads an implementation uses in the level workload. */
+static int32_t level_threads(const options *o, const bench_peer *p) {
+    return o->jobs && p->level->pairs_parts ? o->threads : 1;
+}
+
+/* Overlap events of one frame, summed as pairs are. */
+typedef struct event_sums {
+    qgw_sum began, ended;
+} event_sums;
+
+static bool sum_began(qg_handle a, qg_handle b, void *user) {
+    return qgw_sum_pair(a, b, &((event_sums *)user)->began);
+}
+
+static bool sum_ended(qg_handle a, qg_handle b, void *user) {
+    return qgw_sum_pair(a, b, &((event_sums *)user)->ended);
+}
+
+static bool same_sum(qgw_sum a, qgw_sum b) {
+    return a.count == b.count && a.checksum == b.checksum;
+}
+
+/* Step 3 of a level frame, pairs mode: every pair into *sum. */
+static bool level_pairs(const options *o, const bench_peer *p, bench_level *impl, qgw_sum *sum) {
+    *sum = (qgw_sum){0, 0};
+    if (level_threads(o, p) == 1) return p->level->pairs(impl, qgw_sum_pair, sum);
+    qgw_sum parts[MAX_THREADS];
+    void *users[MAX_THREADS];
+    for (int32_t i = 0; i < o->threads; i++) {
+        parts[i] = (qgw_sum){0, 0};
+        users[i] = &parts[i];
+    }
+    if (!p->level->pairs_parts(impl, qgw_sum_pair, users)) return false;
+    for (int32_t i = 0; i < o->threads; i++) {
+        sum->count += parts[i].count;
+        sum->checksum += parts[i].checksum;
+    }
+    return true;
+}
+
+/* Step 3 of a level frame, events mode: the implementation's own events,
+ * or, for one without, this frame's pairs sorted and compared with the
+ * previous frame's (what a user of that library would write). */
+static bool level_events(const bench_peer *p, bench_level *impl, bench_pair_set *prev, bench_pair_set *cur,
+                         event_sums *ev) {
+    *ev = (event_sums){{0, 0}, {0, 0}};
+    if (p->level->events) return p->level->events(impl, sum_began, sum_ended, ev);
+    cur->n = 0;
+    cur->nomem = false;
+    if (!p->level->pairs(impl, bench_pair_set_add, cur)) return false;
+    if (!bench_pair_set_sort(cur)) return false;
+    bench_pair_set_diff(prev, cur, sum_began, sum_ended, ev);
+    bench_pair_set_swap(prev, cur);
+    return true;
+}
+
+static int level_failed(const bench_peer *p, bench_level *impl, const char *step) {
+    const char *e = impl ? p->level->error(impl) : NULL;
+    note("%s: %s failed%s%s", p->name, step, e ? ": " : "", e ? e : "");
+    return 1;
+}
+
+static bool note_extra(qg_handle a, qg_handle b, void *user) {
+    int *shown = user;
+    if ((*shown)++ < 10) note("  extra pair   (%d, %d)", (int)a, (int)b);
+    return true;
+}
+
+static bool note_missing(qg_handle a, qg_handle b, void *user) {
+    int *shown = user;
+    if ((*shown)++ < 10) note("  missing pair (%d, %d)", (int)a, (int)b);
+    return true;
+}
+
+/* After a mismatch in pairs mode: the first differing pairs. */
+static void level_pair_diff(const bench_peer *p, bench_level *impl, const bench_pair_set *want) {
+    bench_pair_set got = {0};
+    if (!p->level->pairs(impl, bench_pair_set_add, &got) || !bench_pair_set_sort(&got)) {
+        note("  (could not list the differing pairs)");
+    } else {
+        int shown = 0;
+        bench_pair_set_diff(want, &got, note_extra, note_missing, &shown);
+    }
+    bench_pair_set_free(&got);
+}
+
+static int run_level(const options *o, const bench_peer *p) {
+    bench_level_scene sc;
+    if (!bench_level_init(&sc, o->n)) return note("out of memory for the level of n=%d", o->n), 1;
+    const int32_t S = sc.tiles, A = sc.agents.n;
+    const int32_t skip = WARMUP_FRAMES + o->age;
+    const int32_t total_frames = o->frames + skip;
+    uint64_t *upd = calloc((size_t)o->frames + 1, sizeof *upd);
+    uint64_t *prs = calloc((size_t)o->frames + 1, sizeof *prs);
+    uint64_t *tot = calloc((size_t)o->frames + 1, sizeof *tot);
+    qgw_sweep ref = {0};
+    bench_pair_set prev = {0}, cur = {0}, ref_prev = {0}, ref_cur = {0};
+    int rc = 0;
+    bench_level *impl = NULL;
+    if (!upd || !prs || !tot) {
+        rc = 1;
+        note("out of memory");
+        goto out;
+    }
+
+    mem_probe mem = mem_begin();
+    bench_setup setup = o->tune;
+    setup.bounds = (qg_rect){0.0f, 0.0f, sc.world, sc.world};
+    setup.n = S + A;
+    /* The typical width is the agents' (the elements that move; --element-size
+     * overrides it), the widest box a tile. */
+    if (setup.max_element_size < BENCH_LEVEL_TILE) setup.max_element_size = BENCH_LEVEL_TILE;
+    setup.jobs = o->jobs;
+    if (!p->level->create(&impl, &setup, p->arg)) {
+        rc = level_failed(p, impl, "create");
+        goto out;
+    }
+    uint64_t b0 = qgw_now_ns();
+    if (!p->level->build(impl, sc.tile_boxes, S, sc.agents.boxes, A)) {
+        rc = level_failed(p, impl, "build");
+        goto out;
+    }
+    const double build_ms = (double)(qgw_now_ns() - b0) / 1e6;
+
+    progress prog = progress_start();
+    qgw_sum sum = {0, 0};       /* pairs of the frame (events: the running set's) */
+    event_sums ev = {{0, 0}, {0, 0}};
+    for (int32_t frame = 1; frame <= total_frames; frame++) {
+        uint64_t t0 = qgw_now_ns();
+        move_agents(o, &sc.agents);
+        if (!p->level->update(impl, sc.agents.boxes, A)) {
+            rc = level_failed(p, impl, "update");
+            goto out;
+        }
+        uint64_t t1 = qgw_now_ns();
+        if (!o->events) {
+            if (!level_pairs(o, p, impl, &sum)) {
+                rc = level_failed(p, impl, "pairs");
+                goto out;
+            }
+        } else {
+            if (!level_events(p, impl, &prev, &cur, &ev)) {
+                rc = impl && p->level->error(impl) ? level_failed(p, impl, "events") : (note("out of memory"), 1);
+                goto out;
+            }
+            sum.count += ev.began.count - ev.ended.count;
+            sum.checksum += ev.began.checksum - ev.ended.checksum;
+        }
+        uint64_t t2 = qgw_now_ns();
+        if (frame > skip) {
+            int32_t m = frame - skip - 1;
+            upd[m] = t1 - t0;
+            prs[m] = t2 - t1;
+            tot[m] = t2 - t0;
+        }
+        if (o->verify) {
+            qgw_sum want;
+            bench_level_sync(&sc);
+            if (!bench_level_reference(&sc, &ref, &want, &ref_cur)) {
+                rc = 1;
+                note("out of memory for the reference");
+                goto out;
+            }
+            event_sums want_ev = {{0, 0}, {0, 0}};
+            bench_pair_set_diff(&ref_prev, &ref_cur, sum_began, sum_ended, &want_ev);
+            bool bad = !same_sum(want, sum) ||
+                       (o->events && (!same_sum(want_ev.began, ev.began) || !same_sum(want_ev.ended, ev.ended)));
+            if (bad) {
+                progress_end(&prog);
+                note("MISMATCH: %s, level n=%d, frame %d: pairs %" PRIu64 " checksum %016" PRIx64
+                     ", reference pairs %" PRIu64 " checksum %016" PRIx64,
+                     p->name, o->n, frame, sum.count, sum.checksum, want.count, want.checksum);
+                if (o->events)
+                    note("  events: began %" PRIu64 " (%016" PRIx64 ") ended %" PRIu64 " (%016" PRIx64
+                         "), reference began %" PRIu64 " (%016" PRIx64 ") ended %" PRIu64 " (%016" PRIx64 ")",
+                         ev.began.count, ev.began.checksum, ev.ended.count, ev.ended.checksum,
+                         want_ev.began.count, want_ev.began.checksum, want_ev.ended.count,
+                         want_ev.ended.checksum);
+                else
+                    level_pair_diff(p, impl, &ref_cur);
+                rc = 2;
+                goto out;
+            }
+            bench_pair_set_swap(&ref_prev, &ref_cur);
+        }
+        progress_update(&prog, "frame", p->name, frame, total_frames);
+    }
+    progress_end(&prog);
+
+    size_t index_bytes = p->bytes_how == BENCH_BYTES_EXACT ? p->level->bytes(impl) : mem_index_bytes(&mem, p, NULL);
+    size_t rss = qgw_peak_rss_bytes();
+    field fs[] = {
+        FS("workload", "level"),
+        FS("kind", p->name),
+        FI("n", o->n),
+        FI("frames", o->frames),
+        FI("age", o->age),
+        /* --events: qg_pair_events runs on one thread, the moves and cleanup
+         * on the workers */
+        FI("threads", o->events ? (o->jobs && p->vt == &bench_quadgrid_vtable ? o->threads : 1)
+                                : level_threads(o, p)),
+        FI("tiles", S),
+        FI("agents", A),
+        FI("events", o->events),
+        FD("build_ms", build_ms),
+        FD("update_ms", median_ms(upd, o->frames)),
+        FD("pairs_ms", median_ms(prs, o->frames)),
+        FD("total_ms", median_ms(tot, o->frames)),
+        FI("pairs", sum.count),
+        FH("checksum", sum.checksum),
+        FI("began", o->events ? (int64_t)ev.began.count : -1),
+        FI("ended", o->events ? (int64_t)ev.ended.count : -1),
+        FI("index_bytes", index_bytes),
+        FS("index_bytes_how", bytes_how_name(p, &mem)),
+        FI("peak_rss_bytes", rss),
+    };
+    emit(o, fs, (int)(sizeof fs / sizeof fs[0]));
+    record_answer(p->name, sum.count, sum.checksum);
+
+out:
+    if (impl) p->level->destroy(impl);
+    free(upd), free(prs), free(tot);
+    qgw_sweep_free(&ref);
+    bench_pair_set_free(&prev);
+    bench_pair_set_free(&cur);
+    bench_pair_set_free(&ref_prev);
+    bench_pair_set_free(&ref_cur);
+    bench_level_free(&sc);
+    return rc;
+}
+
 static int run_one(const options *o, const bench_peer *p, bool from_all) {
     bool limited = o->wl == W_AGENTS || o->wl == W_MIXED || o->wl == W_STATIC || o->wl == W_DRIFT ||
-                   o->wl == W_RAYS || o->wl == W_KNN;
+                   o->wl == W_RAYS || o->wl == W_KNN || o->wl == W_LEVEL;
+    if ((o->wl == W_LEVEL && !p->level) || (o->wl != W_LEVEL && !p->vt)) {
+        /* Not every peer has every workload (Box2D: its b2DynamicTree for
+         * the others, its b2BroadPhase for level). */
+        if (!from_all) note("%s has no %s workload", p->name, workload_name(o->wl));
+        return from_all ? 0 : 1;
+    }
     if (from_all && p->quadratic && limited && o->n > QUADRATIC_LIMIT) {
         note("skipping %s: O(n^2) above n=%d (ask for it with --kind %s)", p->name, QUADRATIC_LIMIT,
              p->name);
@@ -1308,6 +1602,7 @@ static int run_one(const options *o, const bench_peer *p, bool from_all) {
     case W_SPARSE: return run_queries(o, p);
     case W_INSERT: return run_insert(o, p);
     case W_DRIFT: return run_drift(o, p);
+    case W_LEVEL: return run_level(o, p);
     case W_RAYS:
     case W_KNN: /* rays.c */
         return bench_rays_run(&(bench_rays_options){o->wl == W_KNN, o->n, o->queries, o->repeat, o->verify,
@@ -1377,7 +1672,15 @@ static int scene_impls(const options *o, bench_peer *out, int *count) {
             continue;
         }
         for (int i = 1; i < PEER_COUNT && !found; i++)
-            if (strcmp(peers[i].name, name) == 0) out[(*count)++] = peers[i], found = true;
+            if (strcmp(peers[i].name, name) == 0) {
+                found = true;
+                if (peers[i].vt) {
+                    out[(*count)++] = peers[i];
+                } else {
+                    note("%s has no scenes workload (it runs level only)", name);
+                    rc = 1;
+                }
+            }
         for (int i = 0; missing_peers[i] && !found; i++)
             if (strcmp(missing_peers[i], name) == 0) {
                 note("peer %s is not built (QG_BENCH_PEERS=OFF or its library was not found at configure time)", name);
@@ -1416,7 +1719,7 @@ static unsigned parse_scenes(const char *arg) {
 /* After several implementations ran the same workload: did they agree? */
 static int cross_check(const options *o) {
     if (answer_count < 2) return 0;
-    const char *what = o->wl == W_AGENTS || o->wl == W_MIXED ? "pairs" : "hits";
+    const char *what = o->wl == W_AGENTS || o->wl == W_MIXED || o->wl == W_LEVEL ? "pairs" : "hits";
     int bad = 0;
     for (int i = 1; i < answer_count; i++)
         if (answers[i].count != answers[0].count || answers[i].checksum != answers[0].checksum) {
@@ -1470,6 +1773,7 @@ int main(int argc, char **argv) {
     else if (strcmp(wl, "check") == 0) o.wl = W_CHECK;
     else if (strcmp(wl, "rays") == 0) o.wl = W_RAYS;
     else if (strcmp(wl, "knn") == 0) o.wl = W_KNN;
+    else if (strcmp(wl, "level") == 0) o.wl = W_LEVEL;
     else {
         note("unknown workload '%s'", wl);
         usage(stderr);
@@ -1511,6 +1815,7 @@ int main(int argc, char **argv) {
             if (strcmp(arg, "--json") == 0) o.format = OUT_JSON;
             else if (strcmp(arg, "--csv") == 0) o.format = OUT_CSV;
             else if (strcmp(arg, "--verify") == 0) o.verify = true;
+            else if (strcmp(arg, "--events") == 0) o.events = true;
             else if (strcmp(arg, "--list") == 0) {
                 list_kinds();
                 return 0;
@@ -1545,8 +1850,12 @@ int main(int argc, char **argv) {
         if (!have_frames) o.frames = 10;
         return run_check(&o);
     }
-    if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED && o.wl != W_DRIFT) {
-        note("--age is an option of the agents, mixed and drift workloads");
+    if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED && o.wl != W_DRIFT && o.wl != W_LEVEL) {
+        note("--age is an option of the agents, mixed, drift and level workloads");
+        return 2;
+    }
+    if (o.events && o.wl != W_LEVEL) {
+        note("--events is an option of the level workload");
         return 2;
     }
     if ((o.wl == W_RAYS || o.wl == W_KNN) && o.threads > 1) {

@@ -224,3 +224,110 @@ extern "C" const bench_vtable bench_boost_rtree_vtable = {
     br_create, br_build, br_update, br_pairs, br_query, br_bytes, br_destroy, br_error, nullptr, nullptr,
     nullptr, nullptr, br_nearest,
 };
+
+// ---- level: a packed static tree and a dynamic tree ------------------------
+//
+// The tiles in an R-tree built once by the packing constructor (Boost's bulk
+// load, for data that does not change), the agents in a second R-tree kept
+// up to date by remove and insert, as above. Pairs: each agent queries the
+// static tree (its tile pairs) and the dynamic tree (its pairs with agents
+// of larger index). Candidates get the exact test.
+
+namespace {
+
+struct BoostLevel {
+    Tree tiles_tree, agents_tree;
+    const qg_rect *tiles = nullptr;
+    std::vector<qg_rect> agents;  // the agents' boxes last given (the dynamic tree's values)
+    int32_t s = 0;
+    const char *err = nullptr;
+};
+
+BoostLevel *bl(bench_level *l) {
+    return reinterpret_cast<BoostLevel *>(l);
+}
+
+bool brl_create(bench_level **out, const bench_setup *, const void *) {
+    BoostLevel *b = new (std::nothrow) BoostLevel;
+    *out = reinterpret_cast<bench_level *>(b);
+    return b != nullptr;
+}
+
+bool brl_build(bench_level *l, const qg_rect *tiles, int32_t s, const qg_rect *agents, int32_t a) {
+    BoostLevel *b = bl(l);
+    try {
+        b->tiles = tiles, b->s = s;
+        std::vector<Value> values;
+        values.reserve(static_cast<size_t>(s));
+        for (int32_t i = 0; i < s; i++) values.emplace_back(to_box(tiles[i]), i);
+        Tree packed(values.begin(), values.end());
+        b->tiles_tree = std::move(packed);
+        b->agents.assign(agents, agents + a);
+        for (int32_t k = 0; k < a; k++) b->agents_tree.insert(Value(to_box(agents[k]), s + k));
+    } catch (...) {
+        b->err = "out of memory";
+        return false;
+    }
+    return true;
+}
+
+bool brl_update(bench_level *l, const qg_rect *agents, int32_t a) {
+    BoostLevel *b = bl(l);
+    try {
+        for (int32_t k = 0; k < a; k++) {
+            qg_rect &old = b->agents[static_cast<size_t>(k)];
+            if (same_box(old, agents[k])) continue;
+            if (b->agents_tree.remove(Value(to_box(old), b->s + k)) != 1) {
+                b->err = "an agent was not found to remove";
+                return false;
+            }
+            old = agents[k];
+            b->agents_tree.insert(Value(to_box(old), b->s + k));
+        }
+    } catch (...) {
+        b->err = "out of memory";
+        return false;
+    }
+    return true;
+}
+
+bool brl_pairs(bench_level *l, qg_pair_fn *fn, void *user) {
+    BoostLevel *b = bl(l);
+    const int32_t a = static_cast<int32_t>(b->agents.size()), s = b->s;
+    bool stopped = false;
+    for (int32_t k = 0; k < a && !stopped; k++) {
+        const int32_t i = s + k;
+        const qg_rect &box = b->agents[static_cast<size_t>(k)];
+        auto tile = [&](const Value &v) {
+            const int32_t t = v.second;
+            if (stopped || !qgw_overlap(&box, &b->tiles[t])) return;
+            if (!fn(t, i, user)) stopped = true;
+        };
+        b->tiles_tree.query(bgi::intersects(to_box(box)), call_out(tile));
+        auto agent = [&](const Value &v) {
+            const int32_t j = v.second;
+            if (stopped || j <= i || !qgw_overlap(&box, &b->agents[static_cast<size_t>(j - s)])) return;
+            if (!fn(i, j, user)) stopped = true;
+        };
+        b->agents_tree.query(bgi::intersects(to_box(box)), call_out(agent));
+    }
+    return true;
+}
+
+size_t brl_bytes(bench_level *) {
+    return 0;  // the bench measures the heap
+}
+
+void brl_destroy(bench_level *l) {
+    delete bl(l);
+}
+
+const char *brl_error(bench_level *l) {
+    return bl(l)->err;
+}
+
+}  // namespace
+
+extern "C" const bench_level_vtable bench_boost_rtree_level_vtable = {
+    brl_create, brl_build, brl_update, brl_pairs, nullptr, nullptr, brl_bytes, brl_destroy, brl_error,
+};

@@ -21,6 +21,9 @@
  * cpBBTree velocities in units per second. */
 #define FRAMES_PER_SECOND 60.0
 
+/* level: the spatial hash's cell side (see the level section). */
+#define BENCH_LEVEL_CELL 16.0
+
 typedef struct cp_obj {
     cpBB bb;
     cpVect v;
@@ -262,4 +265,141 @@ const bench_vtable bench_chipmunk_bbtree_vtable = {
 const bench_vtable bench_chipmunk_spacehash_vtable = {
     cph_create, cp_build, cp_update, cp_pairs, cp_query, cp_bytes, cp_destroy, cp_error, NULL, NULL,
     cp_ray_all, cp_ray_closest, NULL,
+};
+
+/* ---- level: a static index collided with a dynamic one --------------------
+ *
+ * As cpSpace keeps a level: the tiles in a static index (cpBBTree or
+ * cpSpaceHash), built once and never reindexed (the tree optimised once,
+ * cpBBTreeOptimize, as Chipmunk offers for static geometry); the agents in
+ * a dynamic index of the same type created with the static one as its
+ * staticIndex. Each frame cpSpatialIndexReindexQuery on the dynamic index
+ * reindexes the agents and reports, in the one call, the agents' pairs
+ * among themselves and (cpSpatialIndexCollideStatic, which both index
+ * types run inside it) each agent's pairs with the static index. Static
+ * pairs are never looked for. Candidates get the exact test.
+ *
+ * The spatial hash takes cells of 16 (the tiles' side; Chipmunk's advice is
+ * the average shape, about 15 here) and 10 cells per object in each index. */
+
+struct bench_level {
+    cpSpatialIndex *statics, *dynamics;
+    cp_obj *objs; /* tiles, then agents: element = object - objs */
+    const qg_rect *tiles, *agents;
+    int32_t s, a;
+    bool is_tree;
+};
+
+static bool cpl_create_common(bench_level **out, bool tree) {
+    bench_level *l = calloc(1, sizeof *l);
+    if (!l) return false;
+    *out = l;
+    l->is_tree = tree;
+    return true;
+}
+
+static bool cplt_create(bench_level **out, const bench_setup *setup, const void *arg) {
+    (void)setup, (void)arg;
+    return cpl_create_common(out, true);
+}
+
+static bool cplh_create(bench_level **out, const bench_setup *setup, const void *arg) {
+    (void)setup, (void)arg;
+    return cpl_create_common(out, false);
+}
+
+static int cpl_cells(int32_t objects) {
+    return objects > 0 && objects < INT32_MAX / 10 ? objects * 10 : 1000;
+}
+
+static bool cpl_build(bench_level *l, const qg_rect *tiles, int32_t s, const qg_rect *agents, int32_t a) {
+    l->objs = calloc((size_t)s + (size_t)a + 1, sizeof *l->objs);
+    if (!l->objs) return false;
+    l->tiles = tiles, l->agents = agents, l->s = s, l->a = a;
+    if (l->is_tree) {
+        l->statics = cpBBTreeNew(obj_bb, NULL);
+        l->dynamics = l->statics ? cpBBTreeNew(obj_bb, l->statics) : NULL;
+        if (l->dynamics) cpBBTreeSetVelocityFunc(l->dynamics, obj_velocity);
+    } else {
+        l->statics = cpSpaceHashNew(BENCH_LEVEL_CELL, cpl_cells(s), obj_bb, NULL);
+        l->dynamics = l->statics ? cpSpaceHashNew(BENCH_LEVEL_CELL, cpl_cells(a), obj_bb, l->statics) : NULL;
+    }
+    if (!l->statics || !l->dynamics) return false;
+    for (int32_t i = 0; i < s; i++) {
+        l->objs[i].bb = to_bb(tiles[i]);
+        l->objs[i].v = cpvzero;
+        cpSpatialIndexInsert(l->statics, &l->objs[i], (cpHashValue)i);
+    }
+    if (l->is_tree) cpBBTreeOptimize(l->statics);
+    for (int32_t k = 0; k < a; k++) {
+        cp_obj *o = &l->objs[s + k];
+        o->bb = to_bb(agents[k]);
+        o->v = cpvzero;
+        cpSpatialIndexInsert(l->dynamics, o, (cpHashValue)(s + k));
+    }
+    return true;
+}
+
+static bool cpl_update(bench_level *l, const qg_rect *agents, int32_t a) {
+    l->agents = agents;
+    cp_obj *objs = l->objs + l->s;
+    for (int32_t k = 0; k < a; k++) {
+        cp_obj *o = &objs[k];
+        cpBB bb = to_bb(agents[k]);
+        o->v = cpv((bb.l - o->bb.l) * FRAMES_PER_SECOND, (bb.b - o->bb.b) * FRAMES_PER_SECOND);
+        o->bb = bb;
+    }
+    return true;
+}
+
+typedef struct cpl_ctx {
+    const bench_level *l;
+    qg_pair_fn *fn;
+    void *user;
+    bool stopped;
+} cpl_ctx;
+
+static inline const qg_rect *cpl_box(const bench_level *l, int32_t i) {
+    return i < l->s ? &l->tiles[i] : &l->agents[i - l->s];
+}
+
+static cpCollisionID cpl_pair(void *obj1, void *obj2, cpCollisionID id, void *data) {
+    cpl_ctx *c = data;
+    if (c->stopped) return id;
+    const bench_level *l = c->l;
+    int32_t i = (int32_t)((const cp_obj *)obj1 - l->objs), j = (int32_t)((const cp_obj *)obj2 - l->objs);
+    if (qgw_overlap(cpl_box(l, i), cpl_box(l, j)) && !(i < j ? c->fn(i, j, c->user) : c->fn(j, i, c->user)))
+        c->stopped = true;
+    return id;
+}
+
+static bool cpl_pairs(bench_level *l, qg_pair_fn *fn, void *user) {
+    cpl_ctx c = {l, fn, user, false};
+    cpSpatialIndexReindexQuery(l->dynamics, cpl_pair, &c);
+    return true;
+}
+
+static size_t cpl_bytes(bench_level *l) {
+    (void)l;
+    return 0; /* the bench measures the heap */
+}
+
+static void cpl_destroy(bench_level *l) {
+    if (!l) return;
+    if (l->dynamics) cpSpatialIndexFree(l->dynamics);
+    if (l->statics) cpSpatialIndexFree(l->statics);
+    free(l->objs);
+    free(l);
+}
+
+static const char *cpl_error(bench_level *l) {
+    return l->statics && l->dynamics ? NULL : "could not create the Chipmunk indexes";
+}
+
+const bench_level_vtable bench_chipmunk_bbtree_level_vtable = {
+    cplt_create, cpl_build, cpl_update, cpl_pairs, NULL, NULL, cpl_bytes, cpl_destroy, cpl_error,
+};
+
+const bench_level_vtable bench_chipmunk_spacehash_level_vtable = {
+    cplh_create, cpl_build, cpl_update, cpl_pairs, NULL, NULL, cpl_bytes, cpl_destroy, cpl_error,
 };

@@ -92,6 +92,40 @@ typedef struct bench_vtable {
                     int32_t *found);
 } bench_vtable;
 
+/* ---- The `level` workload (../shared/workloads.md): a static tile map and
+ * the agents that cross it. Elements are numbered as the workload numbers
+ * them: tiles 0..s-1, then agents s..s+a-1. */
+
+/// One implementation's level state (each peer defines its own).
+typedef struct bench_level bench_level;
+
+/// The calls of the level workload. Every call returns true on success.
+typedef struct bench_level_vtable {
+    bool (*create)(bench_level **out, const bench_setup *setup, const void *arg);
+    /// Builds the level: tiles[0..s) are elements 0..s-1, static, never
+    /// moved; agents[0..a) elements s..s+a-1. Both arrays stay valid (and
+    /// tiles unchanged) until destroy; `agents` is the array update gives.
+    bool (*build)(bench_level *self, const qg_rect *tiles, int32_t s, const qg_rect *agents, int32_t a);
+    /// Step 2 of a frame: agent k (element s+k) now has box agents[k].
+    bool (*update)(bench_level *self, const qg_rect *agents, int32_t a);
+    /// Calls fn(i, j), i < j, exactly once for each overlapping pair that is
+    /// not two tiles.
+    bool (*pairs)(bench_level *self, qg_pair_fn *fn, void *user);
+    /// Optional (NULL: the bench diffs the pair sets of successive calls):
+    /// began(i, j) for each pair of `pairs`' set that was not in it at the
+    /// previous call, ended(i, j) for each that was and is not now; the
+    /// first call reports every pair as began. i < j.
+    bool (*events)(bench_level *self, qg_pair_fn *began, qg_pair_fn *ended, void *user);
+    /// Optional (NULL for peers): pairs on setup->jobs' workers, part p
+    /// calling fn with users[p].
+    bool (*pairs_parts)(bench_level *self, qg_pair_fn *fn, void *const *users);
+    /// Bytes the implementation holds (BENCH_BYTES_EXACT implementations only).
+    size_t (*bytes)(bench_level *self);
+    void (*destroy)(bench_level *self);
+    /// A short description of the last failure, or NULL.
+    const char *(*error)(bench_level *self);
+} bench_level_vtable;
+
 /// One entry of the list `--kind all` runs.
 typedef struct bench_peer {
     const char *name;
@@ -100,19 +134,27 @@ typedef struct bench_peer {
     bench_bytes_how bytes_how;
     /// Per-frame cost is quadratic: `--kind all` skips it above a size.
     bool quadratic;
+    /// The level workload's calls; NULL where the implementation has none.
+    const bench_level_vtable *level;
 } bench_peer;
 
 extern const bench_vtable bench_quadgrid_vtable;
 extern const bench_vtable bench_sweep_vtable;
+extern const bench_level_vtable bench_quadgrid_level_vtable;
+extern const bench_level_vtable bench_sweep_level_vtable;
 #ifdef QG_BENCH_HAVE_CHIPMUNK
 extern const bench_vtable bench_chipmunk_bbtree_vtable;
 extern const bench_vtable bench_chipmunk_spacehash_vtable;
+extern const bench_level_vtable bench_chipmunk_bbtree_level_vtable;
+extern const bench_level_vtable bench_chipmunk_spacehash_level_vtable;
 #endif
 #ifdef QG_BENCH_HAVE_BOX2D
 extern const bench_vtable bench_box2d_vtable;
+extern const bench_level_vtable bench_box2d_level_vtable;
 #endif
 #ifdef QG_BENCH_HAVE_BOOST
 extern const bench_vtable bench_boost_rtree_vtable;
+extern const bench_level_vtable bench_boost_rtree_level_vtable;
 #endif
 
 #ifdef __cplusplus

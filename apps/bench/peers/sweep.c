@@ -6,6 +6,7 @@
 #include "peer.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "workload.h"
 
@@ -164,4 +165,75 @@ static bool sw_nearest(bench_impl *s, float x, float y, int32_t k, int32_t *out,
 const bench_vtable bench_sweep_vtable = {
     sw_create, sw_build, sw_update, sw_pairs, sw_query, sw_bytes, sw_destroy, sw_error, NULL, NULL,
     sw_ray_all, sw_ray_closest, sw_nearest,
+};
+
+/* ---- level: the reference, every box sorted every frame ------------------
+ *
+ * Tiles and agents in one array, re-sorted and swept every frame; pairs of
+ * two tiles are dropped in the callback. The plain reference the other
+ * implementations are checked against, not a tuned static/dynamic sweep. */
+
+struct bench_level {
+    qgw_sweep sweep;
+    qg_rect *all; /* tiles, then agents */
+    int32_t s, a;
+    bool nomem;
+};
+
+static bool swl_create(bench_level **out, const bench_setup *setup, const void *arg) {
+    (void)setup, (void)arg;
+    *out = calloc(1, sizeof **out);
+    return *out != NULL;
+}
+
+static bool swl_build(bench_level *l, const qg_rect *tiles, int32_t s, const qg_rect *agents, int32_t a) {
+    l->all = malloc(((size_t)s + (size_t)a + 1) * sizeof *l->all);
+    if (!l->all) return !(l->nomem = true);
+    memcpy(l->all, tiles, (size_t)s * sizeof *l->all);
+    l->s = s, l->a = a;
+    memcpy(l->all + s, agents, (size_t)a * sizeof *l->all);
+    l->nomem = !qgw_sweep_sort(&l->sweep, l->all, s + a);
+    return !l->nomem;
+}
+
+static bool swl_update(bench_level *l, const qg_rect *agents, int32_t a) {
+    memcpy(l->all + l->s, agents, (size_t)a * sizeof *l->all);
+    l->nomem = !qgw_sweep_sort(&l->sweep, l->all, l->s + a);
+    return !l->nomem;
+}
+
+typedef struct swl_ctx {
+    int32_t s;
+    qg_pair_fn *fn;
+    void *user;
+} swl_ctx;
+
+static bool swl_pair(qg_handle a, qg_handle b, void *user) {
+    const swl_ctx *c = user;
+    return (a < c->s && b < c->s) || c->fn(a, b, c->user);
+}
+
+static bool swl_pairs(bench_level *l, qg_pair_fn *fn, void *user) {
+    swl_ctx c = {l->s, fn, user};
+    qgw_sweep_pairs(&l->sweep, swl_pair, &c);
+    return true;
+}
+
+static size_t swl_bytes(bench_level *l) {
+    return qgw_sweep_bytes(&l->sweep) + ((size_t)l->s + (size_t)l->a) * sizeof *l->all;
+}
+
+static void swl_destroy(bench_level *l) {
+    if (!l) return;
+    qgw_sweep_free(&l->sweep);
+    free(l->all);
+    free(l);
+}
+
+static const char *swl_error(bench_level *l) {
+    return l->nomem ? "out of memory" : NULL;
+}
+
+const bench_level_vtable bench_sweep_level_vtable = {
+    swl_create, swl_build, swl_update, swl_pairs, NULL, NULL, swl_bytes, swl_destroy, swl_error,
 };
