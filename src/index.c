@@ -2,7 +2,7 @@
 // the kind's table. The base's element slots (boxes and the handle free list)
 // are managed here, so every kind gets handle checks, qg_get and qg_count for
 // free and cannot get them wrong.
-#include "index_internal.h"
+#include "engine.h"
 
 /// The table of built kinds, indexed by qg_kind. NULL = not built yet.
 static const qg_kind_class *const kind_classes[QG_KIND_COUNT] = {
@@ -124,6 +124,7 @@ void qg_destroy(qg_index *index)
     if (index == NULL)
         return;
     index->klass->destroy(index);
+    qg_engine_destroy(index);
     qg_array_free(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect));
     qg_alloc alloc = index->alloc;
     qg_mem_free(&alloc, index, index->klass->size);
@@ -147,6 +148,15 @@ qg_handle qg_insert(qg_index *index, qg_rect box)
             return QG_ERR_NOMEM;
         h = index->box_high;
     }
+    // The engine's per-slot arrays grow in their own txn (the kind's may
+    // fill the other).
+    qg_txn etxn;
+    qg_txn_begin(&etxn, &index->alloc);
+    if (index->engine != NULL && !qg_engine_reserve_insert(index, &etxn, reuse ? index->box_high : index->box_high + 1, 1)) {
+        qg_txn_rollback(&etxn);
+        qg_txn_rollback(&txn);
+        return QG_ERR_NOMEM;
+    }
     // Take the slot, so the kind sees boxes[h]; a failure puts it back
     // bit for bit.
     const qg_rect saved = index->boxes[h];
@@ -162,10 +172,13 @@ qg_handle qg_insert(qg_index *index, qg_rect box)
             index->free_head = h;
         else
             index->box_high--;
+        qg_txn_rollback(&etxn);
         qg_txn_rollback(&txn);
         return s;
     }
     index->count++;
+    if (index->engine != NULL)
+        qg_engine_inserted(index, h);
     return h;
 }
 
@@ -173,11 +186,15 @@ qg_status qg_remove(qg_index *index, qg_handle handle)
 {
     if (index == NULL)
         return QG_ERR_INVALID;
-    if (!qg_slot_live(index, handle))
+    if (!qg_handle_live(index, handle))
         return QG_ERR_HANDLE;
-    index->klass->remove(index, handle);
+    if (index->engine != NULL) {
+        qg_engine_remove(index, handle);
+    } else {
+        index->klass->remove(index, handle);
+        index->count--;
+    }
     slot_free(index, handle);
-    index->count--;
     return QG_OK;
 }
 
@@ -185,8 +202,11 @@ qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
 {
     if (index == NULL)
         return QG_ERR_INVALID;
-    if (!qg_slot_live(index, handle))
-        return QG_ERR_HANDLE;
+    if (!qg_slot_live(index, handle)) {
+        if (!qg_handle_live(index, handle))
+            return QG_ERR_HANDLE;
+        return box_valid(box) ? qg_engine_move_layer(index, handle, box) : QG_ERR_INVALID;
+    }
     if (!box_valid(box))
         return QG_ERR_INVALID;
     qg_txn txn;
@@ -194,6 +214,8 @@ qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
     qg_status s = index->klass->move(index, &txn, handle, box);
     if (s != QG_OK)
         qg_txn_rollback(&txn);
+    else if (index->engine != NULL)
+        qg_engine_moved(index->engine, handle);
     return s;
 }
 
@@ -201,21 +223,25 @@ qg_status qg_get(const qg_index *index, qg_handle handle, qg_rect *box)
 {
     if (index == NULL || box == NULL)
         return QG_ERR_INVALID;
-    if (!qg_slot_live(index, handle))
+    if (!qg_handle_live(index, handle))
         return QG_ERR_HANDLE;
-    *box = index->boxes[handle];
+    *box = qg_element_box(index, handle);
     return QG_OK;
 }
 
 int32_t qg_count(const qg_index *index)
 {
-    return index ? index->count : 0;
+    return index ? qg_live_count(index) : 0;
 }
 
 void qg_cleanup(qg_index *index)
 {
-    if (index != NULL)
-        index->klass->cleanup(index);
+    if (index == NULL)
+        return;
+    // The engine first: settled statics leave the kind before it tidies up.
+    if (index->engine != NULL)
+        qg_engine_cleanup(index);
+    index->klass->cleanup(index);
 }
 
 void qg_clear(qg_index *index)
@@ -223,9 +249,28 @@ void qg_clear(qg_index *index)
     if (index == NULL)
         return;
     index->klass->clear(index);
+    if (index->engine != NULL)
+        qg_engine_clear(index);
     index->box_high = 0;
     index->free_head = -1;
     index->count = 0;
+}
+
+/// A query callback that remembers a stop, so the static layer's share is
+/// not searched after it.
+typedef struct stop_ctx {
+    qg_query_fn *fn;
+    void *user;
+    bool stopped;
+} stop_ctx;
+
+static bool stop_query(qg_handle h, void *user)
+{
+    stop_ctx *c = user;
+    if (c->fn(h, c->user))
+        return true;
+    c->stopped = true;
+    return false;
 }
 
 qg_status qg_query_with_stats(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user,
@@ -234,8 +279,15 @@ qg_status qg_query_with_stats(const qg_index *index, qg_rect area, qg_query_fn *
     qg_query_stats local = {0, 0};
     if (index == NULL || fn == NULL || !area_valid(area))
         return QG_ERR_INVALID;
-    if (index->count > 0)
+    if (index->engine != NULL && index->engine->layer.live > 0) {
+        stop_ctx c = {fn, user, false};
+        if (index->count > 0)
+            index->klass->query(index, area, stop_query, &c, &local);
+        if (!c.stopped)
+            qg_engine_query(index, area, fn, user, &local);
+    } else if (index->count > 0) {
         index->klass->query(index, area, fn, user, &local);
+    }
     if (stats != NULL)
         *stats = local;
     return QG_OK;
@@ -256,7 +308,9 @@ qg_status qg_pairs_with_stats(const qg_index *index, qg_pair_fn *fn, void *user,
     qg_query_stats local = {0, 0};
     if (index == NULL || fn == NULL)
         return QG_ERR_INVALID;
-    if (index->count > 1)
+    if (index->engine != NULL)
+        qg_engine_pairs_part(index, 0, 1, fn, user, &local);
+    else if (index->count > 1)
         index->klass->pairs(index, fn, user, &local);
     if (stats != NULL)
         *stats = local;
@@ -277,13 +331,18 @@ qg_stats qg_get_stats(const qg_index *index)
     s.memory_bytes = index->alloc.bytes;
     s.elements = index->count;
     index->klass->stats(index, &s);
+    if (index->engine != NULL)
+        qg_engine_stats(index, &s);
     return s;
 }
 
 void qg_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 {
-    if (index != NULL && fn != NULL)
-        index->klass->visit(index, fn, user);
+    if (index == NULL || fn == NULL)
+        return;
+    index->klass->visit(index, fn, user);
+    if (index->engine != NULL)
+        qg_engine_visit(index, fn, user);
 }
 
 qg_status qg_validate(const qg_index *index)
@@ -310,9 +369,19 @@ qg_status qg_validate(const qg_index *index)
             ++free_count > index->box_high - live)
             return QG_ERR_INVALID;
     }
-    if (free_count != index->box_high - live)
+    // Static elements in the layer hold dead-looking slots off the list.
+    const int32_t layered = index->engine != NULL ? index->engine->layer.live : 0;
+    if (free_count != index->box_high - live - layered)
         return QG_ERR_INVALID;
     size_t bytes = index->klass->size + (size_t)index->box_capacity * sizeof(qg_rect);
+    if (index->engine != NULL) {
+        for (int32_t h = index->free_head; h >= 0; h = slot_next_free(index, h))
+            if (index->engine->flags[h] & QG_F_LAYER)
+                return QG_ERR_INVALID;
+        qg_status s = qg_engine_validate(index, &bytes);
+        if (s != QG_OK)
+            return s;
+    }
     qg_status s = index->klass->validate(index, &bytes);
     if (s != QG_OK)
         return s;
@@ -377,7 +446,9 @@ static void pairs_part_task(int32_t begin, int32_t end, int32_t worker, void *co
     const qg_kind_class *klass = t->index->klass;
     for (int32_t p = begin; p < end; ++p) {
         void *user = t->users != NULL ? t->users[p] : NULL;
-        if (klass->pairs_part != NULL)
+        if (t->index->engine != NULL)
+            qg_engine_pairs_part(t->index, p, t->parts, t->fn, user, &t->stats[p]);
+        else if (klass->pairs_part != NULL)
             klass->pairs_part(t->index, p, t->parts, t->fn, user, &t->stats[p]);
         else if (p == 0)
             klass->pairs(t->index, t->fn, user, &t->stats[p]); // a kind that runs serially
@@ -395,7 +466,7 @@ qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, qg_pair_
     t.users = users;
     t.parts = jobs != NULL ? jobs->worker_count : 1;
     memset(t.stats, 0, sizeof(qg_query_stats) * (size_t)t.parts);
-    if (index->count > 1)
+    if (qg_live_count(index) > 1)
         qg_jobs_run(jobs, pairs_part_task, t.parts, &t);
     if (stats != NULL) {
         stats->nodes_visited = stats->elements_tested = 0;
@@ -413,28 +484,33 @@ qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, qg_pair_
 /// undo finds the memory it needs already held.
 static qg_status move_many_serial(qg_index *index, const qg_handle *handles, const qg_rect *boxes, int32_t n)
 {
-    qg_rect *old = qg_mem_alloc(&index->alloc, (size_t)n * sizeof(qg_rect));
+    // Per move: the old box, and where a static element sat in the layer
+    // (-1: in the kind).
+    const size_t bytes = (size_t)n * (sizeof(qg_rect) + sizeof(int32_t));
+    qg_rect *old = qg_mem_alloc(&index->alloc, bytes);
     if (old == NULL)
         return QG_ERR_NOMEM;
+    int32_t *layer_pos = (int32_t *)(old + n);
     qg_status s = QG_OK;
     int32_t i = 0;
     for (; i < n; ++i) {
-        old[i] = index->boxes[handles[i]];
-        qg_txn txn;
-        qg_txn_begin(&txn, &index->alloc);
-        s = index->klass->move(index, &txn, handles[i], boxes[i]);
-        if (s != QG_OK) {
-            qg_txn_rollback(&txn);
+        old[i] = qg_element_box(index, handles[i]);
+        layer_pos[i] = -1;
+        if (!qg_slot_live(index, handles[i]))
+            memcpy(&layer_pos[i], &index->boxes[handles[i]].min_y, sizeof(int32_t));
+        s = qg_move(index, handles[i], boxes[i]);
+        if (s != QG_OK)
             break;
-        }
     }
+    // A static element the batch took out of the static layer goes back to
+    // its place there (kept until the next rebuild); the others move back.
     while (s != QG_OK && i-- > 0) {
-        qg_txn txn;
-        qg_txn_begin(&txn, &index->alloc);
-        if (index->klass->move(index, &txn, handles[i], old[i]) != QG_OK)
-            qg_txn_rollback(&txn); // cannot happen (see above); the index stays valid
+        if (layer_pos[i] >= 0)
+            qg_engine_unmove(index, handles[i], layer_pos[i], old[i]);
+        else
+            (void)qg_move(index, handles[i], old[i]); // cannot fail (see above); the index stays valid
     }
-    qg_mem_free(&index->alloc, old, (size_t)n * sizeof(qg_rect));
+    qg_mem_free(&index->alloc, old, bytes);
     return s;
 }
 
@@ -446,7 +522,7 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
     if (n == 0)
         return QG_OK;
     for (int32_t i = 0; i < n; ++i) {
-        if (!qg_slot_live(index, handles[i]))
+        if (!qg_handle_live(index, handles[i]))
             return QG_ERR_HANDLE;
         if (!box_valid(boxes[i]))
             return QG_ERR_INVALID;
@@ -468,6 +544,11 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
     qg_mem_free(&index->alloc, seen, words * sizeof(uint64_t));
     if (twice)
         return QG_ERR_INVALID;
+    if (index->engine != NULL) {
+        if (qg_engine_any_static(index, handles, n))
+            return move_many_serial(index, handles, boxes, n);
+        index->engine->moves += n;
+    }
     if (index->klass->move_many != NULL)
         return index->klass->move_many(index, jobs, handles, boxes, n);
     return move_many_serial(index, handles, boxes, n);
@@ -477,6 +558,8 @@ void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
 {
     if (index == NULL)
         return;
+    if (index->engine != NULL)
+        qg_engine_cleanup(index);
     if (jobs != NULL && jobs_valid(jobs) && jobs->worker_count > 1 && index->klass->cleanup_parallel != NULL)
         index->klass->cleanup_parallel(index, jobs);
     else
@@ -519,6 +602,13 @@ qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_ha
     qg_txn_begin(&txn, &index->alloc);
     if (!qg_txn_reserve(&txn, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect), high))
         return QG_ERR_NOMEM;
+    qg_txn etxn;
+    qg_txn_begin(&etxn, &index->alloc);
+    if (index->engine != NULL && !qg_engine_reserve_insert(index, &etxn, (int32_t)high, n)) {
+        qg_txn_rollback(&etxn);
+        qg_txn_rollback(&txn);
+        return QG_ERR_NOMEM;
+    }
     const int32_t old_high = index->box_high;
     qg_status s = QG_OK;
     int32_t taken = 0;
@@ -560,11 +650,15 @@ qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_ha
             if (handles[i] < old_high)
                 slot_free(index, handles[i]);
         index->box_high = old_high;
+        qg_txn_rollback(&etxn);
         qg_txn_rollback(&txn);
         for (int32_t i = 0; i < n; ++i)
             handles[i] = -1;
         return s;
     }
     index->count += n;
+    if (index->engine != NULL)
+        for (int32_t i = 0; i < n; ++i)
+            qg_engine_inserted(index, handles[i]);
     return QG_OK;
 }

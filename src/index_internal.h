@@ -28,7 +28,10 @@ struct qg_index {
     int32_t box_capacity;
     int32_t box_high;  ///< handles ever issued: [0, box_high)
     int32_t free_head; ///< first free handle, -1 if none
-    int32_t count;     ///< live elements
+    int32_t count;     ///< live elements in the kind's structure (static ones in the static layer are not)
+    /// Static elements, filters and events (engine.c); NULL until the first
+    /// call that needs them, so an index that never uses them pays nothing.
+    struct qg_engine *engine;
 };
 
 /// The functions a kind serves (Chipmunk's cpSpatialIndexClass). Every

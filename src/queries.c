@@ -14,7 +14,22 @@
 // or every element); the k best so far live in the caller's handles array
 // as a max-heap keyed by (distance2, handle), distances recomputed from the
 // base's boxes, so the call never allocates.
-#include "index_internal.h"
+#include "engine.h"
+
+/// The generic forms' query: the kind's elements, then the static layer's.
+static void query_all(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)
+{
+    if (index->count > 0)
+        index->klass->query(index, area, fn, user, stats);
+    qg_engine_query(index, area, fn, user, stats);
+}
+
+/// True when the static layer holds elements: the kinds' own traversals see
+/// only their structure, so the generic forms (over both) answer.
+static bool has_layer(const qg_index *index)
+{
+    return index->engine != NULL && index->engine->layer.live > 0;
+}
 
 bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t)
 {
@@ -71,7 +86,7 @@ float qg_point_box_distance2(qg_rect box, float x, float y)
 /* ---- ray casts ---------------------------------------------------------- */
 
 typedef struct ray_ctx {
-    const qg_rect *boxes;
+    const qg_index *index;
     float ox, oy, dx, dy;
     float max_t;       ///< current, as the callback left it
     float lo, hi;      ///< this piece owns entry parameters [lo, hi) ([lo, hi] for the last)
@@ -84,7 +99,9 @@ static bool ray_candidate(qg_handle h, void *user)
 {
     ray_ctx *r = user;
     float t;
-    if (!qg_ray_box(r->boxes[h], r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
+    if (r->stop)
+        return false; // the static layer's share after a stop
+    if (!qg_ray_box(qg_element_box(r->index, h), r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
         return true;
     if (t < r->lo || (t >= r->hi && !r->last))
         return true; // another piece reports it
@@ -113,13 +130,13 @@ static qg_rect ray_piece(const ray_ctx *r, float a, float b)
 static void ray_generic(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
                         void *user)
 {
-    ray_ctx r = {index->boxes, ox, oy, dx, dy, max_t, 0.0f, 0.0f, false, false, fn, user};
+    ray_ctx r = {index, ox, oy, dx, dy, max_t, 0.0f, 0.0f, false, false, fn, user};
     qg_query_stats stats = {0, 0};
     const float len = sqrtf(dx * dx + dy * dy);
     if (len == 0.0f || max_t == 0.0f) {
         // A point: every box holding the origin, at t = 0.
         r.last = true;
-        index->klass->query(index, (qg_rect){ox, oy, ox, oy}, ray_candidate, &r, &stats);
+        query_all(index, (qg_rect){ox, oy, ox, oy}, ray_candidate, &r, &stats);
         return;
     }
     // Pieces about four typical elements long (the config says how big
@@ -144,7 +161,7 @@ static void ray_generic(const qg_index *index, float ox, float oy, float dx, flo
         if (r.lo > r.max_t)
             return;
         r.last = i + 1 == pieces && (float)finite >= max_t;
-        index->klass->query(index, ray_piece(&r, r.lo, r.hi < r.max_t ? r.hi : r.max_t), ray_candidate, &r, &stats);
+        query_all(index, ray_piece(&r, r.lo, r.hi < r.max_t ? r.hi : r.max_t), ray_candidate, &r, &stats);
     }
     if (r.stop || (pieces > 0 && (float)finite >= max_t))
         return;
@@ -165,7 +182,7 @@ static void ray_generic(const qg_index *index, float ox, float oy, float dx, flo
     } else {
         q = ray_piece(&r, r.lo, r.max_t);
     }
-    index->klass->query(index, q, ray_candidate, &r, &stats);
+    query_all(index, q, ray_candidate, &r, &stats);
 }
 
 qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
@@ -174,9 +191,9 @@ qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float 
     if (index == NULL || fn == NULL || !isfinite(ox) || !isfinite(oy) || !isfinite(dx) || !isfinite(dy) ||
         isnan(max_t) || max_t < 0.0f)
         return QG_ERR_INVALID;
-    if (index->count == 0)
+    if (qg_live_count(index) == 0)
         return QG_OK;
-    if (index->klass->raycast != NULL)
+    if (index->klass->raycast != NULL && !has_layer(index))
         index->klass->raycast(index, ox, oy, dx, dy, max_t, fn, user);
     else
         ray_generic(index, ox, oy, dx, dy, max_t, fn, user);
@@ -186,7 +203,7 @@ qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float 
 /* ---- nearest ------------------------------------------------------------ */
 
 typedef struct near_ctx {
-    const qg_rect *boxes;
+    const qg_index *index;
     float x, y, max_d2;
     qg_handle *heap; ///< max-heap by (distance2, handle): the worst on top
     int32_t n, k;
@@ -200,7 +217,7 @@ static inline bool near_before(float da, qg_handle a, float db, qg_handle b)
 
 static inline float near_d2(const near_ctx *c, qg_handle h)
 {
-    return qg_point_box_distance2(c->boxes[h], c->x, c->y);
+    return qg_point_box_distance2(qg_element_box(c->index, h), c->x, c->y);
 }
 
 static void near_sift_down(near_ctx *c, int32_t i)
@@ -248,7 +265,7 @@ static bool near_candidate(qg_handle h, void *user)
 
 static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t k, float max_d2, qg_handle *handles)
 {
-    near_ctx c = {index->boxes, x, y, max_d2, handles, 0, k, 0};
+    near_ctx c = {index, x, y, max_d2, handles, 0, k, 0};
     float r = index->config.element_size > 0.0f ? 2.0f * index->config.element_size
                                                  : qg_rect_extent(index->config.bounds) / 64.0f;
     if (!(r > 0.0f))
@@ -258,13 +275,13 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
         c.seen = 0;
         qg_query_stats stats = {0, 0};
         const qg_rect area = {x - r, y - r, x + r, y + r};
-        index->klass->query(index, area, near_candidate, &c, &stats);
+        query_all(index, area, near_candidate, &c, &stats);
         // Done when nothing outside the square can be nearer than what is
         // held: the square holds every element (or every one within
         // max_distance), or k elements all inside its inscribed circle.
         // 0.99: rounding in the squares must not let an outside box tie.
         const float safe = 0.99f * r, safe2 = safe * safe;
-        if (c.seen == index->count || isinf(r) || max_d2 <= safe2 ||
+        if (c.seen == qg_live_count(index) || isinf(r) || max_d2 <= safe2 ||
             (c.n == k && near_d2(&c, c.heap[0]) < safe2))
             break;
         r *= 4.0f;
@@ -289,14 +306,14 @@ qg_status qg_nearest(const qg_index *index, float x, float y, int32_t k, float m
     if (index == NULL || found == NULL || !isfinite(x) || !isfinite(y) || k < 0 || isnan(max_distance2) ||
         max_distance2 < 0.0f || (handles == NULL && k > 0))
         return QG_ERR_INVALID;
-    if (k == 0 || index->count == 0)
+    if (k == 0 || qg_live_count(index) == 0)
         return QG_OK;
-    const int32_t n = index->klass->nearest != NULL
+    const int32_t n = index->klass->nearest != NULL && !has_layer(index)
                           ? index->klass->nearest(index, x, y, k, max_distance2, handles, distances2)
                           : nearest_generic(index, x, y, k, max_distance2, handles);
     if (distances2 != NULL)
         for (int32_t i = 0; i < n; ++i)
-            distances2[i] = qg_point_box_distance2(index->boxes[handles[i]], x, y);
+            distances2[i] = qg_point_box_distance2(qg_element_box(index, handles[i]), x, y);
     *found = n;
     return QG_OK;
 }

@@ -1,0 +1,655 @@
+// Static elements, collision filters and overlap events (see engine.h for
+// where elements live and why).
+#include "engine.h"
+
+static const qg_filter default_filter = {1u, 0xFFFFFFFFu};
+
+qg_filter qg_default_filter(void)
+{
+    return default_filter;
+}
+
+static bool filter_is_default(qg_filter f)
+{
+    return f.category == default_filter.category && f.mask == default_filter.mask;
+}
+
+static bool filters_pass(qg_filter a, qg_filter b)
+{
+    return (a.category & b.mask) != 0 && (b.category & a.mask) != 0;
+}
+
+/* ---- arrays ------------------------------------------------------------- */
+
+static bool reserve_flags(qg_engine *e, qg_txn *txn, int64_t high)
+{
+    const int32_t old = e->flags_cap;
+    if (!qg_txn_reserve(txn, (void **)&e->flags, &e->flags_cap, 1, high))
+        return false;
+    memset(e->flags + old, 0, (size_t)(e->flags_cap - old));
+    return true;
+}
+
+static bool reserve_filters(qg_engine *e, qg_txn *txn, int64_t high)
+{
+    const int32_t old = e->filters_cap;
+    if (!qg_txn_reserve(txn, (void **)&e->filters, &e->filters_cap, sizeof(qg_filter), high))
+        return false;
+    for (int32_t i = old; i < e->filters_cap; ++i)
+        e->filters[i] = default_filter;
+    return true;
+}
+
+static bool reserve_dyn(qg_engine *e, qg_txn *txn, int64_t n)
+{
+    return qg_txn_reserve(txn, (void **)&e->dyn, &e->dyn_cap, sizeof(qg_handle), n) &&
+           qg_txn_reserve(txn, (void **)&e->sort, &e->sort_cap, sizeof(uint64_t), 2 * n);
+}
+
+bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_t add)
+{
+    qg_engine *e = index->engine;
+    return reserve_flags(e, txn, high) &&
+           qg_txn_reserve(txn, (void **)&e->dyn_pos, &e->dyn_pos_cap, sizeof(int32_t), high) &&
+           (e->filters == NULL || reserve_filters(e, txn, high)) && reserve_dyn(e, txn, (int64_t)e->dyn_count + add);
+}
+
+/// Room for a rebuild of `total` items with `pending` handles taken in, in
+/// both the current and the next arrays (after a rebuild they swap, and a
+/// later one must find room without allocating).
+static bool reserve_rebuild(qg_index *index, qg_txn *txn, int64_t total, int64_t pending)
+{
+    qg_static_layer *l = &index->engine->layer;
+    const int64_t starts = qg_static_start_bound(total);
+    return qg_txn_reserve(txn, (void **)&l->items, &l->item_cap, sizeof(qg_static_item), total) &&
+           qg_txn_reserve(txn, (void **)&l->next_items, &l->next_items_cap, sizeof(qg_static_item), total) &&
+           qg_txn_reserve(txn, (void **)&l->start, &l->start_cap, sizeof(int32_t), starts) &&
+           qg_txn_reserve(txn, (void **)&l->next_start, &l->next_start_cap, sizeof(int32_t), starts) &&
+           qg_txn_reserve(txn, (void **)&index->engine->pend, &index->engine->pend_cap, sizeof(qg_handle), pending);
+}
+
+/// Nothing pending: the rebuild's spare arrays go back to the allocator.
+static void release_rebuild(qg_index *index)
+{
+    qg_engine *e = index->engine;
+    qg_static_layer *l = &e->layer;
+    qg_array_free(&index->alloc, (void **)&l->next_items, &l->next_items_cap, sizeof(qg_static_item));
+    qg_array_free(&index->alloc, (void **)&l->next_start, &l->next_start_cap, sizeof(int32_t));
+    qg_array_free(&index->alloc, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle));
+}
+
+static void dyn_put(qg_engine *e, qg_handle h)
+{
+    e->dyn_pos[h] = e->dyn_count;
+    e->dyn[e->dyn_count++] = h;
+}
+
+static void dyn_take(qg_engine *e, qg_handle h)
+{
+    const int32_t pos = e->dyn_pos[h];
+    const qg_handle last = e->dyn[--e->dyn_count];
+    e->dyn[pos] = last;
+    e->dyn_pos[last] = pos;
+}
+
+static int32_t layer_pos(const qg_index *index, qg_handle h)
+{
+    int32_t pos;
+    memcpy(&pos, &index->boxes[h].min_y, sizeof pos);
+    return pos;
+}
+
+/* ---- life --------------------------------------------------------------- */
+
+void qg_engine_destroy(qg_index *index)
+{
+    qg_engine *e = index->engine;
+    if (e == NULL)
+        return;
+    qg_alloc *a = &index->alloc;
+    qg_array_free(a, (void **)&e->flags, &e->flags_cap, 1);
+    qg_array_free(a, (void **)&e->dyn_pos, &e->dyn_pos_cap, sizeof(int32_t));
+    qg_array_free(a, (void **)&e->filters, &e->filters_cap, sizeof(qg_filter));
+    qg_array_free(a, (void **)&e->dyn, &e->dyn_cap, sizeof(qg_handle));
+    qg_array_free(a, (void **)&e->sort, &e->sort_cap, sizeof(uint64_t));
+    qg_array_free(a, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle));
+    qg_array_free(a, (void **)&e->prev, &e->prev_cap, sizeof(uint64_t));
+    qg_static_free(a, &e->layer);
+    qg_mem_free(a, e, sizeof *e);
+    index->engine = NULL;
+}
+
+/// The engine, made on first use: every live element (all in the kind,
+/// all dynamic) goes on the dynamic list. NULL on a failed allocation, with
+/// nothing changed.
+static qg_engine *engine_get(qg_index *index)
+{
+    if (index->engine != NULL)
+        return index->engine;
+    qg_engine *e = qg_mem_alloc(&index->alloc, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    memset(e, 0, sizeof *e);
+    index->engine = e;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!qg_engine_reserve_insert(index, &txn, index->box_high > 0 ? index->box_high : 1,
+                                  index->count > 0 ? index->count : 1)) {
+        qg_txn_rollback(&txn);
+        qg_engine_destroy(index);
+        return NULL;
+    }
+    for (qg_handle h = 0; h < index->box_high; ++h)
+        if (qg_slot_live(index, h))
+            dyn_put(e, h);
+    e->resort = true;
+    return e;
+}
+
+/// Undoes engine_get when the call that made the engine fails after it.
+static void engine_drop_if_new(qg_index *index, bool created)
+{
+    if (created)
+        qg_engine_destroy(index);
+}
+
+void qg_engine_inserted(qg_index *index, qg_handle h)
+{
+    qg_engine *e = index->engine;
+    e->flags[h] &= QG_F_REBORN;
+    dyn_put(e, h);
+}
+
+void qg_engine_remove(qg_index *index, qg_handle h)
+{
+    qg_engine *e = index->engine;
+    const uint8_t f = e->flags[h];
+    if (f & QG_F_LAYER) {
+        qg_static_kill(&e->layer, layer_pos(index, h));
+    } else {
+        index->klass->remove(index, h);
+        index->count--;
+        if (f & QG_F_STATIC)
+            e->pending--;
+        else
+            dyn_take(e, h);
+    }
+    if (e->filters != NULL && !filter_is_default(e->filters[h])) {
+        e->filters[h] = default_filter;
+        e->nondefault--;
+    }
+    e->flags[h] = e->events ? QG_F_REBORN : 0;
+}
+
+/// Puts layer element h back into the kind with box `box`; the caller has
+/// reserved what it needs besides the kind's own growth.
+static qg_status layer_to_kind(qg_index *index, qg_handle h, qg_rect box)
+{
+    qg_engine *e = index->engine;
+    const qg_rect saved = index->boxes[h];
+    const int32_t pos = layer_pos(index, h);
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    index->boxes[h] = box;
+    const qg_status s = index->klass->insert(index, &txn, h, box);
+    if (s != QG_OK) {
+        index->boxes[h] = saved;
+        qg_txn_rollback(&txn);
+        return s;
+    }
+    qg_static_kill(&e->layer, pos);
+    e->flags[h] &= (uint8_t)~QG_F_LAYER;
+    index->count++;
+    return QG_OK;
+}
+
+qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box)
+{
+    qg_engine *e = index->engine;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    // It comes back to the layer at a later qg_cleanup: room for that now.
+    if (!reserve_rebuild(index, &txn, (int64_t)e->layer.live + e->pending, (int64_t)e->pending + 1))
+        return qg_txn_rollback(&txn), QG_ERR_NOMEM;
+    const qg_status s = layer_to_kind(index, h, box);
+    if (s != QG_OK) {
+        qg_txn_rollback(&txn);
+        return s;
+    }
+    e->flags[h] |= QG_F_STATIC | QG_F_MOVED;
+    e->pending++;
+    e->moves++;
+    return QG_OK;
+}
+
+void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old)
+{
+    qg_engine *e = index->engine;
+    qg_static_layer *l = &e->layer;
+    index->klass->remove(index, h);
+    index->count--;
+    l->items[pos].box = old;
+    l->live++;
+    qg_rect *slot = &index->boxes[h];
+    slot->min_x = NAN;
+    memcpy(&slot->min_y, &pos, sizeof pos);
+    e->flags[h] = (uint8_t)((e->flags[h] & QG_F_REBORN) | QG_F_STATIC | QG_F_LAYER);
+    e->pending--;
+}
+
+bool qg_engine_any_static(const qg_index *index, const qg_handle *handles, int32_t n)
+{
+    const uint8_t *flags = index->engine->flags;
+    for (int32_t i = 0; i < n; ++i)
+        if (flags[handles[i]] & QG_F_STATIC)
+            return true;
+    return false;
+}
+
+/* ---- public calls ------------------------------------------------------- */
+
+qg_status qg_set_static(qg_index *index, qg_handle handle, bool is_static)
+{
+    if (index == NULL)
+        return QG_ERR_INVALID;
+    if (!qg_handle_live(index, handle))
+        return QG_ERR_HANDLE;
+    const bool created = index->engine == NULL;
+    if (created && !is_static)
+        return QG_OK;
+    qg_engine *e = engine_get(index);
+    if (e == NULL)
+        return QG_ERR_NOMEM;
+    const uint8_t f = e->flags[handle];
+    if (is_static == ((f & QG_F_STATIC) != 0))
+        return QG_OK;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (is_static) {
+        if (!reserve_rebuild(index, &txn, (int64_t)e->layer.live + e->pending + 1, (int64_t)e->pending + 1)) {
+            qg_txn_rollback(&txn);
+            engine_drop_if_new(index, created);
+            return QG_ERR_NOMEM;
+        }
+        dyn_take(e, handle);
+        e->flags[handle] = f | QG_F_STATIC;
+        e->pending++;
+        return QG_OK;
+    }
+    if (!reserve_dyn(e, &txn, (int64_t)e->dyn_count + 1))
+        return qg_txn_rollback(&txn), QG_ERR_NOMEM;
+    if (f & QG_F_LAYER) {
+        const qg_status s = layer_to_kind(index, handle, qg_element_box(index, handle));
+        if (s != QG_OK) {
+            qg_txn_rollback(&txn);
+            return s;
+        }
+    } else {
+        e->pending--;
+    }
+    e->flags[handle] &= QG_F_REBORN;
+    dyn_put(e, handle);
+    return QG_OK;
+}
+
+bool qg_is_static(const qg_index *index, qg_handle handle)
+{
+    return index != NULL && index->engine != NULL && qg_handle_live(index, handle) &&
+           (index->engine->flags[handle] & QG_F_STATIC) != 0;
+}
+
+qg_status qg_set_filter(qg_index *index, qg_handle handle, qg_filter filter)
+{
+    if (index == NULL)
+        return QG_ERR_INVALID;
+    if (!qg_handle_live(index, handle))
+        return QG_ERR_HANDLE;
+    const bool is_default = filter_is_default(filter);
+    if ((index->engine == NULL || index->engine->filters == NULL) && is_default)
+        return QG_OK;
+    const bool created = index->engine == NULL;
+    qg_engine *e = engine_get(index);
+    if (e == NULL)
+        return QG_ERR_NOMEM;
+    if (e->filters == NULL) {
+        qg_txn txn;
+        qg_txn_begin(&txn, &index->alloc);
+        if (!reserve_filters(e, &txn, e->flags_cap)) {
+            qg_txn_rollback(&txn);
+            engine_drop_if_new(index, created);
+            return QG_ERR_NOMEM;
+        }
+    }
+    e->nondefault += (int32_t)!is_default - (int32_t)!filter_is_default(e->filters[handle]);
+    e->filters[handle] = filter;
+    return QG_OK;
+}
+
+qg_status qg_get_filter(const qg_index *index, qg_handle handle, qg_filter *filter)
+{
+    if (index == NULL || filter == NULL)
+        return QG_ERR_INVALID;
+    if (!qg_handle_live(index, handle))
+        return QG_ERR_HANDLE;
+    *filter = index->engine != NULL && index->engine->filters != NULL ? index->engine->filters[handle]
+                                                                       : default_filter;
+    return QG_OK;
+}
+
+/* ---- upkeep ------------------------------------------------------------- */
+
+/// LSD radix sort of keys[0..n) by bits [lo_bit, 64), 8 bits a pass, a
+/// pass skipped when every key has the same digit. Sorted keys end in keys.
+static void radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit)
+{
+    uint64_t *from = keys, *to = scratch;
+    for (int shift = lo_bit; shift < 64; shift += 8) {
+        int32_t count[257];
+        memset(count, 0, sizeof count);
+        for (int32_t i = 0; i < n; ++i)
+            count[((from[i] >> shift) & 0xFF) + 1]++;
+        if (count[((from[0] >> shift) & 0xFF) + 1] == n)
+            continue;
+        for (int d = 0; d < 256; ++d)
+            count[d + 1] += count[d];
+        for (int32_t i = 0; i < n; ++i)
+            to[count[(from[i] >> shift) & 0xFF]++] = from[i];
+        uint64_t *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != keys)
+        memcpy(keys, from, (size_t)n * sizeof(uint64_t));
+}
+
+/// Orders the dynamic list by the layer's finest cells, so the join reads
+/// the layer in order and each agent finds its neighbours' cells in cache.
+static void sort_dyn(qg_index *index)
+{
+    qg_engine *e = index->engine;
+    const int32_t n = e->dyn_count;
+    uint64_t *keys = e->sort, *scratch = e->sort + n;
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_handle h = e->dyn[i];
+        const qg_rect r = index->boxes[h];
+        keys[i] = (uint64_t)qg_static_order_key(&e->layer, r.min_x, r.min_y) << 32 | (uint32_t)h;
+    }
+    radix_sort(keys, scratch, n, 32);
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_handle h = (qg_handle)(uint32_t)keys[i];
+        e->dyn[i] = h;
+        e->dyn_pos[h] = i;
+    }
+}
+
+void qg_engine_cleanup(qg_index *index)
+{
+    qg_engine *e = index->engine;
+    if (e->pending > 0) {
+        // Settled statics (not moved since the last cleanup) go to the
+        // layer; moved ones wait in the kind for the next cleanup.
+        int32_t m = 0;
+        for (qg_handle h = 0; h < index->box_high; ++h) {
+            const uint8_t f = e->flags[h];
+            if ((f & (QG_F_STATIC | QG_F_LAYER)) != QG_F_STATIC)
+                continue;
+            if (f & QG_F_MOVED)
+                e->flags[h] = f & (uint8_t)~QG_F_MOVED;
+            else
+                e->pend[m++] = h;
+        }
+        if (m > 0) {
+            for (int32_t i = 0; i < m; ++i)
+                index->klass->remove(index, e->pend[i]);
+            index->count -= m;
+            qg_static_build(index, &e->layer, e->pend, m);
+            for (int32_t i = 0; i < m; ++i)
+                e->flags[e->pend[i]] |= QG_F_LAYER;
+            e->pending -= m;
+            e->resort = true;
+        }
+    }
+    if (e->pending == 0 && e->layer.next_items != NULL)
+        release_rebuild(index);
+    if (e->layer.live > 0 && e->dyn_count > 1 && (e->resort || e->moves >= 4 * (int64_t)e->dyn_count)) {
+        sort_dyn(index);
+        e->moves = 0;
+        e->resort = false;
+    }
+}
+
+void qg_engine_clear(qg_index *index)
+{
+    qg_engine *e = index->engine;
+    memset(e->flags, 0, (size_t)e->flags_cap);
+    for (int32_t i = 0; i < e->filters_cap; ++i)
+        e->filters[i] = default_filter;
+    e->nondefault = 0;
+    e->dyn_count = 0;
+    e->pending = 0;
+    e->moves = 0;
+    qg_static_clear(&e->layer);
+    release_rebuild(index);
+    e->cleared = e->events;
+}
+
+/* ---- pairs -------------------------------------------------------------- */
+
+/// The kind's pairs as the engine sees them: two (pending) static elements
+/// are not a pair, filters apply, and a stop is remembered so the join
+/// does not run after it.
+typedef struct kind_pairs_ctx {
+    const uint8_t *flags;
+    const qg_filter *filters;
+    qg_pair_fn *fn;
+    void *user;
+    bool stopped;
+} kind_pairs_ctx;
+
+static bool kind_pair(qg_handle a, qg_handle b, void *user)
+{
+    kind_pairs_ctx *c = user;
+    if (c->flags[a] & c->flags[b] & QG_F_STATIC)
+        return true;
+    if (c->filters != NULL && !filters_pass(c->filters[a], c->filters[b]))
+        return true;
+    if (c->fn(a, b, c->user))
+        return true;
+    c->stopped = true;
+    return false;
+}
+
+void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                          qg_query_stats *stats)
+{
+    const qg_engine *e = index->engine;
+    const qg_filter *filters = e->nondefault > 0 ? e->filters : NULL;
+    kind_pairs_ctx c = {e->flags, filters, fn, user, false};
+    if (index->count > 1) {
+        const bool wrap = filters != NULL || e->pending > 1 || e->layer.live > 0;
+        qg_pair_fn *f = wrap ? kind_pair : fn;
+        void *u = wrap ? (void *)&c : user;
+        if (parts == 1)
+            index->klass->pairs(index, f, u, stats);
+        else if (index->klass->pairs_part != NULL)
+            index->klass->pairs_part(index, part, parts, f, u, stats);
+        else if (part == 0)
+            index->klass->pairs(index, f, u, stats);
+    }
+    if (!c.stopped && e->layer.live > 0 && e->dyn_count > 0) {
+        int64_t b, end;
+        qg_part_range(e->dyn_count, part, parts, &b, &end);
+        qg_static_join(&e->layer, index->boxes, e->dyn + b, (int32_t)(end - b), filters, fn, user, stats);
+    }
+}
+
+bool qg_engine_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)
+{
+    const qg_engine *e = index->engine;
+    if (e == NULL || e->layer.live == 0)
+        return true;
+    return qg_static_query(&e->layer, area, fn, user, stats);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+typedef struct collect_ctx {
+    qg_alloc *alloc;
+    uint64_t *keys;
+    int32_t n, cap;
+    bool failed;
+} collect_ctx;
+
+static bool collect_pair(qg_handle a, qg_handle b, void *user)
+{
+    collect_ctx *c = user;
+    if (c->n == c->cap) {
+        const int64_t cap = c->cap < 512 ? 1024 : 2 * (int64_t)c->cap;
+        uint64_t *k = cap <= INT32_MAX ? qg_mem_resize(c->alloc, c->keys, (size_t)c->cap * sizeof(uint64_t),
+                                                       (size_t)cap * sizeof(uint64_t))
+                                       : NULL;
+        if (k == NULL) {
+            c->failed = true;
+            return false;
+        }
+        c->keys = k;
+        c->cap = (int32_t)cap;
+    }
+    c->keys[c->n++] = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+    return true;
+}
+
+static bool event_dead(const qg_engine *e, uint64_t key)
+{
+    return e->cleared || ((e->flags[key >> 32] | e->flags[(uint32_t)key]) & QG_F_REBORN);
+}
+
+qg_status qg_pair_events(qg_index *index, qg_pair_fn *began, qg_pair_fn *ended, void *user)
+{
+    if (index == NULL)
+        return QG_ERR_INVALID;
+    const bool created = index->engine == NULL;
+    qg_engine *e = engine_get(index);
+    if (e == NULL)
+        return QG_ERR_NOMEM;
+    collect_ctx c = {&index->alloc, NULL, 0, 0, false};
+    qg_query_stats stats = {0, 0};
+    if (qg_live_count(index) > 1)
+        qg_engine_pairs_part(index, 0, 1, collect_pair, &c, &stats);
+    uint64_t *scratch = NULL;
+    if (!c.failed && c.n > 1) {
+        scratch = qg_mem_alloc(&index->alloc, (size_t)c.n * sizeof(uint64_t));
+        c.failed = scratch == NULL;
+    }
+    if (c.failed) {
+        qg_mem_free(&index->alloc, c.keys, (size_t)c.cap * sizeof(uint64_t));
+        engine_drop_if_new(index, created);
+        return QG_ERR_NOMEM;
+    }
+    if (c.n > 1) {
+        radix_sort(c.keys, scratch, c.n, 0);
+        qg_mem_free(&index->alloc, scratch, (size_t)c.n * sizeof(uint64_t));
+    }
+    // Both lists sorted: one merge walk. A pair in both lists whose element
+    // was removed since (its handle reused) ended and began again.
+    int32_t i = 0, j = 0;
+    while (i < e->prev_count || j < c.n) {
+        const uint64_t p = i < e->prev_count ? e->prev[i] : UINT64_MAX;
+        const uint64_t q = j < c.n ? c.keys[j] : UINT64_MAX;
+        if (p < q || (p == q && event_dead(e, p))) {
+            if (ended != NULL)
+                ended((qg_handle)(p >> 32), (qg_handle)(uint32_t)p, user);
+            i++;
+        } else if (q < p) {
+            if (began != NULL)
+                began((qg_handle)(q >> 32), (qg_handle)(uint32_t)q, user);
+            j++;
+        } else {
+            i++;
+            j++;
+        }
+    }
+    qg_mem_free(&index->alloc, e->prev, (size_t)e->prev_cap * sizeof(uint64_t));
+    e->prev = c.keys;
+    e->prev_cap = c.cap;
+    e->prev_count = c.n;
+    for (int32_t h = 0; h < e->flags_cap; ++h)
+        e->flags[h] &= (uint8_t)~QG_F_REBORN;
+    e->cleared = false;
+    e->events = true;
+    return QG_OK;
+}
+
+/* ---- inspection --------------------------------------------------------- */
+
+qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
+{
+    const qg_engine *e = index->engine;
+    *bytes += sizeof *e + (size_t)e->flags_cap + (size_t)e->dyn_pos_cap * sizeof(int32_t) +
+              (size_t)e->filters_cap * sizeof(qg_filter) + (size_t)e->dyn_cap * sizeof(qg_handle) +
+              (size_t)e->sort_cap * sizeof(uint64_t) + (size_t)e->pend_cap * sizeof(qg_handle) +
+              (size_t)e->prev_cap * sizeof(uint64_t);
+    if (!qg_static_validate(&e->layer, bytes))
+        return QG_ERR_INVALID;
+    if (e->flags_cap < index->box_high || e->dyn_pos_cap < index->box_high ||
+        (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
+        e->sort_cap < 2 * (int64_t)e->dyn_count)
+        return QG_ERR_INVALID;
+    if (e->pending > 0 && (e->pend_cap < e->pending || e->layer.next_items_cap < e->layer.live + e->pending))
+        return QG_ERR_INVALID;
+    int32_t pending = 0, layer = 0, dyn = 0, nondefault = 0;
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        const uint8_t f = e->flags[h];
+        const bool in_kind = qg_slot_live(index, h);
+        if (in_kind) {
+            if (f & QG_F_LAYER)
+                return QG_ERR_INVALID;
+            if (f & QG_F_STATIC) {
+                pending++;
+            } else {
+                const int32_t p = e->dyn_pos[h];
+                if (p < 0 || p >= e->dyn_count || e->dyn[p] != h)
+                    return QG_ERR_INVALID;
+                dyn++;
+            }
+        } else if (f & QG_F_LAYER) {
+            const int32_t p = layer_pos(index, h);
+            if (!(f & QG_F_STATIC) || p < 0 || p >= e->layer.item_count || e->layer.items[p].handle != h ||
+                isnan(e->layer.items[p].box.min_x))
+                return QG_ERR_INVALID;
+            layer++;
+        } else if (f & (QG_F_STATIC | QG_F_MOVED)) {
+            return QG_ERR_INVALID;
+        }
+        if (e->filters != NULL && !filter_is_default(e->filters[h])) {
+            if (!in_kind && !(f & QG_F_LAYER))
+                return QG_ERR_INVALID; // a free slot keeps no filter
+            nondefault++;
+        }
+    }
+    if (pending != e->pending || layer != e->layer.live || dyn != e->dyn_count || nondefault != e->nondefault)
+        return QG_ERR_INVALID;
+    for (int32_t i = 1; i < e->prev_count; ++i)
+        if (e->prev[i - 1] >= e->prev[i])
+            return QG_ERR_INVALID;
+    return QG_OK;
+}
+
+void qg_engine_stats(const qg_index *index, qg_stats *stats)
+{
+    const qg_engine *e = index->engine;
+    stats->elements += e->layer.live;
+    stats->nodes += e->layer.levels;
+    stats->leaves += e->layer.levels;
+}
+
+void qg_engine_visit(const qg_index *index, qg_visit_fn *fn, void *user)
+{
+    const qg_static_layer *l = &index->engine->layer;
+    for (int32_t i = 0; i < l->levels; ++i) {
+        const qg_static_level *lv = &l->level[i];
+        const qg_rect r = {(float)lv->ox, (float)lv->oy, (float)(lv->ox + (double)lv->cols * lv->cell),
+                           (float)(lv->oy + (double)lv->rows * lv->cell)};
+        fn(r, 0, l->start[lv->base + lv->table] - l->start[lv->base], user);
+    }
+}

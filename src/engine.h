@@ -1,0 +1,123 @@
+// Engine scenes: static elements, collision filters and overlap events, for
+// every kind at once (the kinds never see them).
+//
+// Where elements live. A dynamic element lives in the kind. A static element
+// lives in the kind only until the next qg_cleanup after it was made static
+// or last moved ("pending"); then it moves to the static layer
+// (static_layer.h), out of the kind's sight: its base slot keeps min_x NaN,
+// so kinds treat it as a free slot, and index->count counts only what the
+// kind holds. A static element that moves goes back into the kind (pending
+// again), so a door that moves every frame costs what a dynamic element
+// costs, and the layer is rebuilt only when something settles.
+//
+// Pairs: the kind's pair search (its elements: dynamic and pending static;
+// pending static pairs dropped) plus a join of the dynamic elements, in an
+// order sorted by the layer's cells in qg_cleanup, against the layer. Filters
+// are tested before the callback; with none set and no static element the
+// kind's search runs with the caller's callback, as before.
+//
+// Memory: the layer's next arrays are reserved ahead (in qg_set_static and
+// qg_move, where an allocation may fail cleanly) so qg_cleanup rebuilds
+// without allocating; they are given back when nothing is pending.
+#ifndef QG_ENGINE_H
+#define QG_ENGINE_H
+
+#include "static_layer.h"
+
+enum {
+    QG_F_STATIC = 1, ///< static (in the kind: pending; with QG_F_LAYER: in the layer)
+    QG_F_LAYER = 2,  ///< in the static layer; the slot's min_y holds its position
+    QG_F_MOVED = 4,  ///< a pending static moved since the last qg_cleanup
+    QG_F_REBORN = 8, ///< removed since the last qg_pair_events
+};
+
+typedef struct qg_engine {
+    uint8_t *flags; ///< per slot
+    int32_t flags_cap;
+    int32_t *dyn_pos; ///< per slot: position in dyn[] of a dynamic element
+    int32_t dyn_pos_cap;
+    qg_filter *filters; ///< per slot; NULL until a non-default filter is set
+    int32_t filters_cap;
+    int32_t nondefault; ///< live elements whose filter is not the default
+
+    qg_handle *dyn; ///< the dynamic elements, ordered by the layer's cells at the last sort
+    int32_t dyn_count, dyn_cap;
+    uint64_t *sort; ///< 2 * dyn_cap entries: the radix sort's keys and scratch
+    int32_t sort_cap;
+    int64_t moves;  ///< moves since dyn[] was last sorted
+    bool resort;    ///< the layer changed: sort dyn[] at the next qg_cleanup
+
+    int32_t pending;   ///< static elements in the kind
+    qg_handle *pend;   ///< scratch for the handles a rebuild takes in
+    int32_t pend_cap;
+    qg_static_layer layer;
+
+    uint64_t *prev; ///< the pairs at the last qg_pair_events, sorted (a << 32 | b)
+    int32_t prev_count, prev_cap;
+    bool events;  ///< qg_pair_events was called
+    bool cleared; ///< qg_clear since the last qg_pair_events
+} qg_engine;
+
+/// True when `h` is a live element, in the kind or in the static layer.
+static inline bool qg_handle_live(const qg_index *index, qg_handle h)
+{
+    if (qg_slot_live(index, h))
+        return true;
+    return index->engine != NULL && h >= 0 && h < index->box_high && (index->engine->flags[h] & QG_F_LAYER);
+}
+
+/// Live elements in all (the kind's and the layer's).
+static inline int32_t qg_live_count(const qg_index *index)
+{
+    return index->count + (index->engine != NULL ? index->engine->layer.live : 0);
+}
+
+/// The box of live element h.
+static inline qg_rect qg_element_box(const qg_index *index, qg_handle h)
+{
+    const qg_rect r = index->boxes[h];
+    if (!isnan(r.min_x))
+        return r;
+    int32_t pos;
+    memcpy(&pos, &r.min_y, sizeof pos);
+    return index->engine->layer.items[pos].box;
+}
+
+/* Hooks index.c calls when index->engine is not NULL. */
+
+/// Reserves the per-slot arrays for `high` slots and the dynamic list for
+/// `add` more elements, through `txn` (its own: the kind's txn may be full).
+bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_t add);
+/// A new element on slot h went into the kind.
+void qg_engine_inserted(qg_index *index, qg_handle h);
+/// qg_remove of live h (the whole call: kind, layer, slot).
+void qg_engine_remove(qg_index *index, qg_handle h);
+/// qg_move of live h whose slot the kind does not hold (in the layer).
+qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box);
+/// Undoes qg_engine_move_layer of h (its batch failed): h leaves the kind
+/// and re-enters the layer at position pos (its tombstone) with box old.
+void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old);
+/// After the kind moved h.
+static inline void qg_engine_moved(qg_engine *e, qg_handle h)
+{
+    e->moves++;
+    if (e->flags[h] & QG_F_STATIC)
+        e->flags[h] |= QG_F_MOVED;
+}
+/// True when some handle of the batch is static (the batch then runs one
+/// move at a time through qg_move's path).
+bool qg_engine_any_static(const qg_index *index, const qg_handle *handles, int32_t n);
+void qg_engine_cleanup(qg_index *index);
+void qg_engine_clear(qg_index *index);
+void qg_engine_destroy(qg_index *index);
+/// Pair search part `part` of `parts` (serial: 0 of 1).
+void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
+                          qg_query_stats *stats);
+/// The layer's share of a query; false when fn stopped it.
+bool qg_engine_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats);
+/// Adds the engine's bytes and checks its invariants.
+qg_status qg_engine_validate(const qg_index *index, size_t *bytes);
+void qg_engine_stats(const qg_index *index, qg_stats *stats);
+void qg_engine_visit(const qg_index *index, qg_visit_fn *fn, void *user);
+
+#endif
