@@ -280,9 +280,12 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
         // held: the square holds every element (or every one within
         // max_distance), or k elements all inside its inscribed circle.
         // 0.99: rounding in the squares must not let an outside box tie.
-        const float safe = 0.99f * r, safe2 = safe * safe;
-        if (c.seen == qg_live_count(index) || isinf(r) || max_d2 <= safe2 ||
-            (c.n == k && near_d2(&c, c.heap[0]) < safe2))
+        // In double: past r ~ 1.8e19 the float square is infinite, and an
+        // element whose distance2 overflows to infinity (within an infinite
+        // max_distance2) would be judged inside a circle it is not in.
+        const double safe = 0.99 * (double)r, safe2 = safe * safe;
+        if (c.seen == qg_live_count(index) || isinf(r) || (double)max_d2 <= safe2 ||
+            (c.n == k && (double)near_d2(&c, c.heap[0]) < safe2))
             break;
         r *= 4.0f;
     }

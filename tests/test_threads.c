@@ -127,7 +127,10 @@ static void *work(void *arg)
     return NULL;
 }
 
-static void run_threads(const qg_config *cfg, int n_elems, float size, int rounds)
+/* engine: a third of the elements static (in the static layer after the
+ * cleanup), some with filters, so the concurrent calls read the engine's
+ * state too. */
+static void run_threads(const qg_config *cfg, int n_elems, float size, int rounds, bool engine)
 {
     qg_index *idx = NULL;
     assert_int_equal(qg_create(cfg, &idx), QG_OK);
@@ -148,6 +151,16 @@ static void run_threads(const qg_config *cfg, int n_elems, float size, int round
             qg_remove(idx, h);
         else
             qg_move(idx, h, tu_rect(b.min_x + 1, b.min_y + 1, b.min_x + 1 + size, b.min_y + 1 + size));
+    }
+    if (engine) {
+        for (qg_handle h = 0; h < n_elems; h++) {
+            if (h % 3 == 0)
+                qg_set_static(idx, h, true);
+            if (h % 7 == 0) {
+                const qg_filter f = {1u << (h % 3), (h % 2) ? 0x3u : 0x5u};
+                qg_set_filter(idx, h, f);
+            }
+        }
     }
     qg_cleanup(idx);
 
@@ -207,7 +220,19 @@ static void test_threads_default(void **state)
     if (g_kind == QG_POINT_GRID)
         c.max_element_size = 64;
     /* brute_force's pairs are quadratic: keep its index smaller. */
-    run_threads(&c, (int)tu_scaled(g_kind == QG_BRUTE_FORCE ? 4000 : 20000), 8, (int)tu_scaled(3));
+    run_threads(&c, (int)tu_scaled(g_kind == QG_BRUTE_FORCE ? 4000 : 20000), 8, (int)tu_scaled(3), false);
+}
+
+/* The same with static elements and filters (issue 18): the const calls
+ * read the static layer and the filters from every thread. */
+static void test_threads_engine(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    qg_config c = qg_default_config(g_kind);
+    if (g_kind == QG_POINT_GRID)
+        c.max_element_size = 64;
+    run_threads(&c, (int)tu_scaled(g_kind == QG_BRUTE_FORCE ? 4000 : 20000), 8, (int)tu_scaled(3), true);
 }
 
 static void test_threads_deep(void **state)
@@ -220,7 +245,7 @@ static void test_threads_deep(void **state)
     c.max_depth = 12;
     if (g_kind == QG_POINT_GRID)
         c.max_element_size = 64;
-    run_threads(&c, (int)tu_scaled(5000), 3, (int)tu_scaled(4));
+    run_threads(&c, (int)tu_scaled(5000), 3, (int)tu_scaled(4), false);
 }
 
 /* ---- several cores: qg_pairs_parallel, qg_move_many, qg_cleanup_parallel */
@@ -597,6 +622,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_default),
         cmocka_unit_test(test_threads_deep),
+        cmocka_unit_test(test_threads_engine),
         cmocka_unit_test(test_pairs_parallel),
         cmocka_unit_test(test_move_many),
         cmocka_unit_test(test_move_many_oom),
