@@ -4,10 +4,25 @@
 //
 // - 4-byte cells: the int32 head of a singly-linked index list, -1 = empty.
 // - An element is stored once (the base's box array) and has an element node
-//   in every cell its box overlaps; big boxes simply take many nodes.
+//   in every cell its box overlaps, up to GR_BOX_CELLS (64 x 64) cells; a box
+//   covering more (the whole torus, or far more cells than element_size
+//   promised) is kept once in the wide list, which queries and the pair
+//   search test in full.
+// - Any cell size is taken (issue 14's decision: a working index, never
+//   QG_ERR_INVALID for a finite positive size): one too small for the boxes
+//   (cell_size or element_size 1e-3 under boxes 20 wide, which would link
+//   each box into 2048 x 2048 cells) puts those boxes on the wide list, so
+//   memory stays at most GR_BOX_CELLS nodes (32 KiB) a box plus the rows,
+//   and the pair search among them turns quadratic: slow, bounded, exact.
+//   A cell is at least GR_MIN_CELL (4 / FLT_MAX, so that 1 / cell is
+//   finite): a world smaller than that (bounds [0, FLT_TRUE_MIN]^2) is one
+//   cell, and works.
 // - Element nodes live in one free-listed array per row; a row without nodes
 //   gives its cells and nodes back at qg_cleanup (NULL row) and allocates them
-//   again on the next insert into it.
+//   again on the next insert into it; a row with far more node slots than
+//   nodes is compacted and shrunk there (GR_SHRINK_SLACK), so memory_bytes
+//   follows the occupancy and stays flat over a long run. qg_cleanup never
+//   allocates.
 // - The grid is a torus of power-of-two sides: a cell is (cx mod cols,
 //   cy mod rows) of the unwrapped cell, so boxes outside the bounds spread
 //   over the cells like the ones inside, and huge bounds keep cells sized by
@@ -21,7 +36,7 @@
 // - Several cores (grid_rows.h, gr_pairs_part and gr_move_many): the pair
 //   search splits into bands of rows balanced by element nodes; a pair is
 //   reported in one wrapped cell, which lies in one band, so each pair comes
-//   from exactly one part, torus wrap included (the everywhere list's pairs
+//   from exactly one part, torus wrap included (the wide list's pairs
 //   split by handle range). A batch move finds in parallel which moves change
 //   cells (about 10% of a frame's on `agents` at 1,000,000), reserves every
 //   row they need serially (QG_ERR_NOMEM before any change), then each part
@@ -53,8 +68,8 @@ static void grid_destroy(qg_index *index)
 
 static qg_status grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    // The row arrays keep their own rollback record; txn holds the
-    // everywhere list.
+    // The row arrays keep their own rollback record; txn holds the wide
+    // list.
     return gr_insert(&((grid *)index)->g, NULL, index, txn, h, box);
 }
 

@@ -9,7 +9,15 @@
 //   list"), so the nodes of a row stay close in memory and a row's list grows
 //   and shrinks on its own. A row with no nodes gives its memory back at the
 //   next qg_cleanup: its cell array and node array become NULL, and the next
-//   insert into it allocates them again.
+//   insert into it allocates them again. A row holding far more node slots
+//   than nodes is compacted and shrunk by qg_cleanup (GR_SHRINK_SLACK), so
+//   memory follows the rows' occupancy, not its high-water mark.
+// - A box covering more than GR_BOX_CELLS cells (64 x 64), the whole torus
+//   included, is kept once in the wide list instead of in its cells: every
+//   query and the pair search test it in full. So no box costs more than
+//   GR_BOX_CELLS nodes, whatever the configured cell size: a cell size far
+//   too small for the boxes makes a slow index (quadratic pairs among the
+//   wide boxes), never one with unbounded memory.
 // - The grid is a torus: cells per axis are a power of two, and the cell of
 //   a coordinate is its unwrapped cell (floor(v / cell) from an origin at
 //   the bounds' centre, clamped to +-GR_REACH) masked to the grid. Boxes
@@ -72,6 +80,38 @@
 #define GR_GATHER 64
 /// Levels of the hierarchical bitset: 8^4 covers GR_MAX_SIDE.
 #define GR_MAX_LEVELS 6
+/// The most cells a box is linked into (64 x 64, 32 KiB of nodes): a box
+/// covering more goes to the wide list (gr_grid.wide), which every query
+/// and the pair search test in full. This bounds the memory of any box,
+/// whatever cell_size or element_size says (cells of 1e-3 under boxes 20
+/// wide would otherwise link each box into 2048 x 2048 cells). `agents`,
+/// `mixed` and `dragons` boxes cover at most 9 x 9 cells at the default
+/// cell size, so only boxes far larger than element_size get there.
+#define GR_BOX_CELLS 4096
+/// Smallest cell: 1 / cell must be a finite float (FLT_MAX / 4 cells per
+/// unit). A world smaller than one such cell (bounds [0, FLT_TRUE_MIN]^2)
+/// works as one cell.
+#define GR_MIN_CELL (4.0f / FLT_MAX)
+/// qg_cleanup gives back the node slots of a row holding more than
+/// live + live / 2^GR_SHRINK_SHIFT + GR_SHRINK_SLACK of them, compacting it
+/// to the size class (gr_node_class) of live + live / 2^(GR_SHRINK_SHIFT +
+/// 1) + GR_SHRINK_SLACK / 2; a full row grows by half (GR_GROW_DIV) to a
+/// size class. So a row's capacity follows its recent occupancy instead of
+/// its high-water mark (which crept up +17% over 3,000 frames of the soak
+/// at n = 10,000), and the rows' total stays within an eighth of the nodes
+/// plus a few slots a row. Measured on `quadgrid-bench soak --n 10000
+/// --frames 3000 --kind grid`: memory_bytes within 0.2% of the warm-up's,
+/// about one resize every two frames. (Shrinking above live / 2 + 16 only:
+/// memory_bytes passed the warm-up's by 1%. No size classes: 2.6 resizes a
+/// frame, and glibc's heap grew by more than the index holds.)
+#define GR_SHRINK_SHIFT 3
+#define GR_SHRINK_SLACK 16
+#define GR_GROW_DIV 2
+/// Node capacities are size classes: 8, 16, then 2^GR_CLASS_BITS classes
+/// a doubling (multiples of 2^(floor(log2 n) - GR_CLASS_BITS)), so the
+/// node arrays rows grow and shrink come in few sizes, which the allocator
+/// reuses, and a row's capacity has some slack on both sides.
+#define GR_CLASS_BITS 3
 
 typedef struct gr_ibox {
     int32_t x0, y0, x1, y1; ///< inclusive unwrapped cell range
@@ -114,15 +154,14 @@ typedef struct gr_grid {
     /// not align the struct to 16 bytes).
     float org[4];
     int32_t home_x, home_y; ///< unwrapped cell of the bounds' min corner
-    /// Elements whose range covers every cell of the torus: listed here
-    /// once instead of in every cell (only when the grid has at least
-    /// GR_WIDE_MIN_CELLS cells), so a few boxes wider than the world cost
-    /// a test per element, not a node and a test per cell.
+    /// The wide list: elements whose range covers more than GR_BOX_CELLS
+    /// wrapped cells (the whole torus, or far more cells than element_size
+    /// promised), listed here once instead of in every cell, so a box costs
+    /// at most GR_BOX_CELLS nodes, and a few boxes much wider than the
+    /// cells cost a test per element, not a node and a test per cell.
     int32_t *wide;
     int32_t wide_count, wide_capacity;
 } gr_grid;
-
-#define GR_WIDE_MIN_CELLS 64
 
 /// Unwrapped cell of coordinate v: floor(v * inv - org) clamped to
 /// +-GR_REACH. Monotonic in v (each step rounds monotonically); infinities
@@ -216,11 +255,12 @@ static inline int32_t gr_unwrap(int32_t x, int32_t home, int32_t mask)
     return home + ((x - home) & mask);
 }
 
-/// Whether a box with cell range b goes to the everywhere list.
+/// Whether a box with cell range b goes to the wide list: it covers more
+/// than GR_BOX_CELLS wrapped cells (every box covering the whole torus
+/// does, as the torus has at least GR_MIN_SIDE^2 cells).
 static inline bool gr_is_wide(const gr_grid *g, gr_ibox b)
 {
-    return gr_span(b.x0, b.x1, g->cols) == g->cols && gr_span(b.y0, b.y1, g->nrows) == g->nrows &&
-           g->cols * g->nrows >= GR_WIDE_MIN_CELLS;
+    return gr_ibox_cells(g, b) > GR_BOX_CELLS;
 }
 
 /* ---- configuration ------------------------------------------------------ */
@@ -238,7 +278,10 @@ static inline int32_t gr_side(double n)
 /// bounds / GR_DEFAULT_SIDE; a default may stretch by GR_CELL_STRETCH so
 /// the bounds fill whole powers of two. Never raised to fit the bounds in
 /// the grid: the world wraps instead, so huge bounds keep element-sized
-/// cells. Only raised so that 1 / cell is a finite normal float.
+/// cells. Only raised to GR_MIN_CELL, so that 1 / cell is a finite float
+/// (a default that underflows, in bounds [0, FLT_TRUE_MIN]^2, too). Any
+/// config qg_create lets through is taken: a cell size far too small for
+/// the boxes costs at most GR_BOX_CELLS nodes a box (the wide list).
 static inline qg_status gr_configure(qg_config *c)
 {
     const double w = qg_extent(c->bounds.min_x, c->bounds.max_x), h = qg_extent(c->bounds.min_y, c->bounds.max_y);
@@ -253,12 +296,31 @@ static inline qg_status gr_configure(qg_config *c)
         if (stretched > cell && stretched <= GR_CELL_STRETCH * cell && stretched < FLT_MAX)
             cell = (float)stretched;
     }
-    if (!(cell > 0.0f) || !isfinite(cell))
-        return QG_ERR_INVALID;
-    if (cell < 4.0f / FLT_MAX)
-        cell = 4.0f / FLT_MAX;
+    // qg_create took cell_size finite and >= 0; a default is finite too.
+    if (!(cell >= GR_MIN_CELL))
+        cell = GR_MIN_CELL;
     c->cell_size = cell;
     return QG_OK;
+}
+
+/// The size class of n nodes (GR_CLASS_BITS): the smallest class >= n.
+static inline int64_t gr_node_class(int64_t n)
+{
+    if (n <= 16)
+        return n <= 8 ? 8 : 16;
+    int b = 0;
+    while ((n >> (b + 1)) != 0)
+        ++b;
+    const int64_t step = (int64_t)1 << (b > GR_CLASS_BITS ? b - GR_CLASS_BITS : 0);
+    return (n + step - 1) & ~(step - 1);
+}
+
+/// The capacity a full row grows to when it needs `needed` nodes: half
+/// as much again, or what it needs, as a size class.
+static inline int64_t gr_grown_capacity(int32_t capacity, int64_t needed)
+{
+    int64_t cap = (int64_t)capacity + capacity / GR_GROW_DIV;
+    return gr_node_class(cap < needed ? needed : cap);
 }
 
 static inline void gr_row_reset_undo(gr_row *r)
@@ -317,8 +379,36 @@ static inline void gr_destroy(gr_grid *g, qg_alloc *alloc)
     g->wide_count = 0;
 }
 
+/// Moves a row's live nodes into slots [0, live) (each list keeps its
+/// order: a node above is copied into the lowest free slot and its link
+/// redirected), then resizes the node array to `cap` >= live. A shrink
+/// cannot fail (the allocator contract), so this never allocates.
+static inline void gr_row_shrink(const gr_grid *g, qg_alloc *alloc, gr_row *r, int32_t cap)
+{
+    if (r->high > r->live) {
+        int32_t f = 0; // free slots below live: as many as live nodes above
+        for (int32_t x = 0; x < g->cols; ++x) {
+            for (int32_t *link = &r->cells[x]; *link >= 0; link = &r->nodes[*link].next) {
+                const int32_t e = *link;
+                if (e < r->live)
+                    continue;
+                while (r->nodes[f].element >= 0)
+                    ++f;
+                r->nodes[f] = r->nodes[e];
+                *link = f;
+            }
+        }
+        r->high = r->live;
+        r->free_head = -1;
+    }
+    r->nodes = qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode), (size_t)cap * sizeof(qg_enode));
+    r->capacity = cap;
+}
+
 /// Deferred upkeep: every row that removals left without nodes gives its
-/// memory back (rows emptied by qg_clear keep theirs for the refill).
+/// memory back (rows emptied by qg_clear keep theirs for the refill), and
+/// a row holding far more node slots than nodes gives the excess back
+/// (GR_SHRINK_SLACK). Never allocates.
 static inline void gr_cleanup(gr_grid *g, qg_alloc *alloc)
 {
     for (int32_t y = 0; y < g->nrows; ++y) {
@@ -327,6 +417,12 @@ static inline void gr_cleanup(gr_grid *g, qg_alloc *alloc)
             if (r->live == 0)
                 gr_row_release(alloc, g, r);
             r->emptied = 0;
+        }
+        const int64_t live = r->live;
+        if (live > 0 && r->capacity > live + (live >> GR_SHRINK_SHIFT) + GR_SHRINK_SLACK) {
+            const int64_t cap = gr_node_class(live + (live >> (GR_SHRINK_SHIFT + 1)) + GR_SHRINK_SLACK / 2);
+            if (cap < r->capacity)
+                gr_row_shrink(g, alloc, r, (int32_t)cap);
         }
     }
 }
@@ -395,11 +491,7 @@ static inline bool gr_reserve(gr_grid *g, qg_alloc *alloc, gr_ibox nb, const gr_
         }
         const int64_t needed = (int64_t)r->live + need;
         if (needed > r->capacity) {
-            int64_t cap = (int64_t)r->capacity + r->capacity / 2;
-            if (cap < needed)
-                cap = needed;
-            if (cap < 8)
-                cap = 8;
+            const int64_t cap = gr_grown_capacity(r->capacity, needed);
             void *p = cap > INT32_MAX ? NULL
                                       : qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
                                                       (size_t)cap * sizeof(qg_enode));
@@ -543,7 +635,7 @@ static inline void gr_relink(gr_grid *g, gr_bits *bits, gr_ibox ob, gr_ibox nb, 
 
 /* ---- kind operations shared by both grids -------------------------------- */
 
-/// Takes h off the everywhere list (order kept deterministic: the last
+/// Takes h off the wide list (order kept deterministic: the last
 /// entry takes its place).
 static inline void gr_wide_remove(gr_grid *g, qg_handle h)
 {
@@ -588,7 +680,7 @@ static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_t
     if (!gr_ibox_equal(ob, nb)) {
         const bool ow = gr_is_wide(g, ob), nw = gr_is_wide(g, nb);
         if (ow && nw) {
-            // still everywhere
+            // still on the wide list
         } else if (nw) {
             if (!qg_txn_reserve(txn, (void **)&g->wide, &g->wide_capacity, sizeof(int32_t),
                                 (int64_t)g->wide_count + 1))
@@ -610,7 +702,7 @@ static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_t
     return QG_OK;
 }
 
-/// The everywhere list's part of a query. False when fn asked to stop.
+/// The wide list's part of a query. False when fn asked to stop.
 static inline bool gr_query_wide(const gr_grid *g, const qg_rect *boxes, qg_rect area, qg_query_fn *fn, void *user,
                                  qg_query_stats *stats)
 {
@@ -623,7 +715,7 @@ static inline bool gr_query_wide(const gr_grid *g, const qg_rect *boxes, qg_rect
     return true;
 }
 
-/// The everywhere list's pairs: among its elements (when `among`), then
+/// The wide list's pairs: among its elements (when `among`), then
 /// each of them with every other live element of handles [h0, h1) (one
 /// pass over the boxes; an overlapping one is skipped when it is on the
 /// list too, as that pair came first). False when fn asked to stop.
@@ -829,7 +921,7 @@ GR_FORCE_INLINE bool gr_pairs_rows(const gr_grid *g, const qg_index *index, int3
     return true;
 }
 
-/// Every overlapping pair once: the everywhere list's, then every row's.
+/// Every overlapping pair once: the wide list's, then every row's.
 static inline void gr_pairs(const gr_grid *g, const qg_index *index, qg_pair_fn *fn, void *user,
                             qg_query_stats *stats)
 {
@@ -868,13 +960,10 @@ static inline void gr_band(const gr_grid *g, int32_t part, int32_t parts, int32_
     }
     if (*y0 < 0)
         *y0 = y;
-    // Rows past the last live one belong to the last band: a batch move
-    // links into rows that are empty before it (they once fell in no band,
-    // and a box moved into them was stored but never linked).
-    *y1 = part == parts - 1 ? g->nrows : y;
+    *y1 = y;
 }
 
-/// Part `part` of `parts` of gr_pairs: the everywhere list's pairs split by
+/// Part `part` of `parts` of gr_pairs: the wide list's pairs split by
 /// handle range (those among the list in part 0), then a band of rows
 /// (gr_band). A pair is reported in one cell only, and a cell lies in one
 /// band, so the parts are disjoint and their union is gr_pairs' set: the
@@ -899,7 +988,7 @@ static inline void gr_pairs_part(const gr_grid *g, const qg_index *index, int32_
 #define GR_MAX_PARTS 256
 
 /// One move of a batch whose cells change: its handle, its old and new
-/// cell ranges and whether each is on the everywhere list instead.
+/// cell ranges and whether each is on the wide list instead.
 typedef struct gr_change {
     gr_ibox ob, nb;
     qg_handle h;
@@ -926,7 +1015,7 @@ static inline void gr_batch_classify(int32_t begin, int32_t end, int32_t worker,
     const gr_grid *g = b->g;
     for (int32_t i = begin; i < end; ++i) {
         const gr_ibox nb = gr_map_box(g, b->boxes[i]), ob = gr_map_box(g, b->base_boxes[b->handles[i]]);
-        // A box that stays everywhere changes no cell either.
+        // A box that stays on the wide list changes no cell either.
         b->moved[i] = !gr_ibox_equal(ob, nb) && !(gr_is_wide(g, ob) && gr_is_wide(g, nb));
     }
 }
@@ -1036,9 +1125,7 @@ static inline bool gr_batch_reserve(gr_grid *g, qg_alloc *alloc, const int32_t *
         }
         const int64_t needed = (int64_t)r->live + delta[y];
         if (needed > r->capacity) {
-            int64_t cap = (int64_t)r->capacity + r->capacity / 2;
-            cap = cap < needed ? needed : cap;
-            cap = cap < 8 ? 8 : cap;
+            const int64_t cap = gr_grown_capacity(r->capacity, needed);
             void *q = cap > INT32_MAX ? NULL
                                       : qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
                                                       (size_t)cap * sizeof(qg_enode));
@@ -1071,11 +1158,11 @@ static inline bool gr_batch_reserve(gr_grid *g, qg_alloc *alloc, const int32_t *
 /// 1. In parallel over the batch: which moves change cells (reads only).
 /// 2. Serially over the changed ones (a few percent of a frame's moves on
 ///    `agents`): their ranges, each row's node balance, and every
-///    allocation (the everywhere list through a txn, the rows with their
+///    allocation (the wide list through a txn, the rows with their
 ///    undo records); QG_ERR_NOMEM here leaves the index as it was.
 /// 3. In parallel, one part each: a share of the box stores, and the
 ///    relinks of a band of rows (gr_batch_relink).
-/// 4. Serially: the everywhere list and the bitset of the changed moves.
+/// 4. Serially: the wide list and the bitset of the changed moves.
 /// The lists end up holding what n qg_move calls give (node order within a
 /// cell may differ, which no answer depends on).
 static inline qg_status gr_move_many(gr_grid *g, gr_bits *bits, qg_index *index, const qg_jobs *jobs,
@@ -1280,7 +1367,7 @@ static inline bool gr_validate(const gr_grid *g, const qg_index *index, size_t *
             return false;
         nodes_seen += in_row;
     }
-    // The everywhere list: exactly the live wide elements, once each (a
+    // The wide list: exactly the live wide elements, once each (a
     // fingerprint again, as the list may be long).
     if (g->wide_count < 0 || g->wide_count > g->wide_capacity || (g->wide_capacity > 0) != (g->wide != NULL))
         return false;

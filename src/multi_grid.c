@@ -3,7 +3,14 @@
 // "hierarchical bitset").
 //
 // - The finest grid stores the elements exactly as QG_GRID does (grid_rows.h:
-//   4-byte cells, row-based free-listed node arrays, NULL empty rows).
+//   4-byte cells, row-based free-listed node arrays, NULL empty rows, rows
+//   shrunk by qg_cleanup when they hold far more node slots than nodes, a
+//   box covering more than GR_BOX_CELLS cells kept once in the wide list).
+//   The cell-size decision is QG_GRID's (src/grid.c): any finite positive
+//   cell size works, one far too small for the boxes costs time (the wide
+//   list), never unbounded memory; cells are at least GR_MIN_CELL, so a
+//   subnormal world is one cell. Wide elements have no bits: queries test
+//   the wide list first.
 // - Above it, coarse levels store no elements, only which of their cells are
 //   occupied, as a hierarchical bitset: a level-1 word covers 8x8 fine cells
 //   (one bit each), a level-2 word covers 8x8 level-1 words (one bit per

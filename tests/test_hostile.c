@@ -14,6 +14,13 @@
  *   QG_ERR_INVALID, or a working index: brute-force answers on a sequence of
  *   inserts, moves, removes, cleanups and a clear, holding at most 256 MiB
  *   (the allocator refuses more and the test fails), in bounded time.
+ * - crowd_memory: 20,000 boxes gather in a strip and spread again, twice:
+ *   qg_cleanup gives the memory back (within 5% of the spread state's; the
+ *   two quadtrees keep the crowd's size and must not pass it), asks for no
+ *   memory, and the answers stay exact.
+ * - box_cells (grids only): cells far too small for the boxes (1e-3 under
+ *   boxes 20 wide) hold each box in at most 4,096 cells: memory under the
+ *   grid's rows plus 48 KiB a box, answers exact.
  * - capacity (point grid only, ctest hostile_capacity): 16,777,215 elements
  *   fit; the next insert answers QG_ERR_CAPACITY and changes nothing.
  *
@@ -53,6 +60,7 @@ static const float INF = (float)INFINITY;
 typedef struct cap_alloc {
     size_t bytes, peak, cap;
     long refused;
+    long grows; /* allocate or grow requests */
 } cap_alloc;
 
 static void *cap_realloc(void *ptr, size_t old_size, size_t new_size, void *user)
@@ -63,6 +71,8 @@ static void *cap_realloc(void *ptr, size_t old_size, size_t new_size, void *user
         a->bytes -= old_size;
         return NULL;
     }
+    if (new_size > old_size)
+        a->grows++;
     if (new_size > old_size && a->bytes - old_size + new_size > a->cap) {
         a->refused++;
         return NULL;
@@ -326,31 +336,6 @@ static qg_rect gen_normal(tu_rng *r, void *ctx)
     return tu_rect(x, y, x + w, y + w * 0.7f);
 }
 
-/* Cases that fail today (bugs in src/, reported in issue 14's work): run
- * only with QG_HOSTILE_KNOWN_BUGS=1, so they reproduce without turning CI
- * red. */
-static bool known_bug(const char *what, double v)
-{
-    const char *on = getenv("QG_HOSTILE_KNOWN_BUGS");
-    if (on && strcmp(on, "1") == 0)
-        return false;
-    bool grids = g_kind == QG_GRID || g_kind == QG_MULTI_GRID;
-    /* cell_size or element_size 1e-3 (boxes 0..20 wide): a box is linked into up to
-     * 2048 x 2048 cells (8 bytes each), so 600 boxes want gigabytes;
-     * QG_ERR_NOMEM at the 256 MiB cap instead of QG_ERR_INVALID or a
-     * clamped cell size. (Smaller cells, 1e-30 and FLT_TRUE_MIN, are
-     * refused or clamped and pass.) */
-    if (grids && (strcmp(what, "cell_size") == 0 || strcmp(what, "element_size") == 0 ||
-                  strcmp(what, "+-FLT_MAX bounds, cells") == 0) &&
-        v == 1e-3)
-        return true;
-    /* Bounds [0, FLT_TRUE_MIN]^2: qg_create answers QG_ERR_INVALID though
-     * the header promises any finite bounds "down to tiny extents". */
-    if (grids && strcmp(what, "tiny bounds") == 0)
-        return true;
-    return false;
-}
-
 /* ---- tests ---------------------------------------------------------------- */
 
 static qg_index *make(qg_config c, cap_alloc *a, const char *name)
@@ -397,10 +382,6 @@ static void test_tiny(void **state)
         cap_alloc a;
         char name[64];
         snprintf(name, sizeof name, "tiny bounds %zu", b);
-        if (b == 1 && known_bug("tiny bounds", (double)b)) {
-            fprintf(stderr, "hostile %s %s: known bug, skipped\n", qg_kind_name(g_kind), name);
-            continue;
-        }
         qg_index *idx = make(c, &a, name);
         run_sequence(idx, gen_tiny, NULL, 400, name);
         qg_destroy(idx);
@@ -675,12 +656,6 @@ static void test_config_extremes(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         qg_config c = qg_default_config(g_kind);
         cases[i].set(&c, cases[i].v);
-        if (known_bug(cases[i].name, cases[i].v)) {
-            fprintf(stderr, "hostile %s config %s = %g: known bug, skipped (QG_HOSTILE_KNOWN_BUGS=1 "
-                            "runs it)\n",
-                    qg_kind_name(g_kind), cases[i].name, cases[i].v);
-            continue;
-        }
         cap_alloc a;
         c.allocator = cap_allocator(&a, (size_t)256 << 20);
         qg_index *idx = (qg_index *)&a;
@@ -714,6 +689,121 @@ static void test_config_extremes(void **state)
     }
     fprintf(stderr, "hostile %s config extremes: %d working, %d QG_ERR_INVALID\n",
             qg_kind_name(g_kind), working, invalid);
+}
+
+/* A crowd gathers and disperses: after the 20,000 boxes spread over the
+ * world are moved into a strip a sixteenth of it tall (its rows, leaves or
+ * cells fill up) and back, twice, qg_cleanup brings memory_bytes back
+ * within 5% (plus 64 KiB) of what the spread boxes held before, asking for
+ * no memory itself; answers stay exact. The grids give back the node slots
+ * of rows the crowd left (issue 14: their rows kept their high-water
+ * size). quadtree and loose_quadtree keep their node pools' size of the
+ * crowd (1.6x and 1.24x the spread boxes' here): for them, memory must not
+ * pass the crowd's. */
+static void test_crowd_memory(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const int n = (int)(tu_scaled(20000) < 2000 ? 2000 : tu_scaled(20000));
+    qg_config c = qg_default_config(g_kind);
+    c.element_size = 4;
+    cap_alloc a;
+    c.allocator = cap_allocator(&a, (size_t)256 << 20);
+    qg_index *idx = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    tu_rng r;
+    tu_rng_seed(&r, g_seed);
+    qg_rect *spread = malloc((size_t)n * sizeof *spread);
+    assert_non_null(spread);
+    for (int i = 0; i < n; i++) {
+        float x = tu_rng_range(&r, 0, 1020), y = tu_rng_range(&r, 0, 1020);
+        spread[i] = tu_rect(x, y, x + 4, y + 4);
+        assert_int_equal(qg_insert(idx, spread[i]), i);
+    }
+    qg_cleanup(idx);
+    const size_t before = qg_get_stats(idx).memory_bytes;
+    size_t crowd = 0, crowd_max = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < n; i++) {
+            float x = tu_rng_range(&r, 0, 1020), y = tu_rng_range(&r, 0, 60);
+            assert_int_equal(qg_move(idx, i, tu_rect(x, y, x + 4, y + 4)), QG_OK);
+        }
+        long grows = a.grows;
+        qg_cleanup(idx);
+        if (a.grows != grows)
+            HFAIL("crowd: qg_cleanup asked for memory");
+        crowd = qg_get_stats(idx).memory_bytes;
+        crowd_max = crowd > crowd_max ? crowd : crowd_max;
+        for (int i = 0; i < n; i++)
+            assert_int_equal(qg_move(idx, i, spread[i]), QG_OK);
+        grows = a.grows;
+        qg_cleanup(idx);
+        if (a.grows != grows)
+            HFAIL("crowd: qg_cleanup asked for memory");
+    }
+    assert_int_equal(qg_validate(idx), QG_OK);
+    const size_t after = qg_get_stats(idx).memory_bytes;
+    fprintf(stderr, "hostile %s crowd: %d boxes spread %zu bytes, crowded %zu, spread again %zu\n",
+            qg_kind_name(g_kind), n, before, crowd, after);
+    const bool keeps_peak = g_kind == QG_QUADTREE || g_kind == QG_LOOSE_QUADTREE;
+    const size_t limit = keeps_peak && crowd_max > before ? crowd_max : before;
+    if ((double)after > (double)limit * 1.05 + 65536)
+        HFAIL("crowd: %zu bytes after the crowd dispersed, %zu before it gathered, %zu crowded", after,
+              before, crowd_max);
+    /* Exact after the compaction: count, boxes, pairs and queries against
+     * the model. */
+    model m = {0};
+    for (int i = 0; i < n; i++)
+        model_add(&m, spread[i], i);
+    check_same(idx, &m, "crowd dispersed");
+    model_free(&m);
+    free(spread);
+    qg_destroy(idx);
+    assert_int_equal(a.bytes, 0);
+}
+
+/* The grids with cells far too small for their boxes (cell_size 1e-3,
+ * boxes up to 20 wide, a few 3,000 wide): a box is linked into at most
+ * 4,096 cells (src/grid_rows.h, GR_BOX_CELLS), so memory stays under the
+ * grid's rows (2048 x 2048 cells of 4 bytes) plus 48 KiB a box, and the
+ * answers are exact. */
+static void test_box_cells(void **state)
+{
+    (void)state;
+    if (g_kind != QG_GRID && g_kind != QG_MULTI_GRID) {
+        skip();
+        return;
+    }
+    tu_skip_unless_built(g_kind);
+    const float cells[] = {1e-3f, 1e-2f, 0.1f};
+    for (size_t k = 0; k < sizeof cells / sizeof *cells; k++) {
+        qg_config c = qg_default_config(g_kind);
+        c.cell_size = cells[k];
+        cap_alloc a;
+        char name[64];
+        snprintf(name, sizeof name, "box cells, cell_size %g", (double)cells[k]);
+        qg_index *idx = make(c, &a, name);
+        tu_rng r;
+        tu_rng_seed(&r, g_seed);
+        model m = {0};
+        const int n = 1000;
+        for (int i = 0; i < n; i++) {
+            qg_rect b = gen_normal(&r, NULL);
+            qg_handle h = qg_insert(idx, b);
+            if (h < 0)
+                HFAIL("%s: insert %d = %s", name, i, qg_status_name((qg_status)h));
+            model_add(&m, b, h);
+        }
+        const size_t bound = ((size_t)16 << 20) + (size_t)n * (48 << 10) + (1 << 20);
+        fprintf(stderr, "hostile %s %s: %d boxes, %zu bytes, peak %zu (bound %zu)\n", qg_kind_name(g_kind),
+                name, n, qg_get_stats(idx).memory_bytes, a.peak, bound);
+        if (a.peak > bound)
+            HFAIL("%s: peak %zu bytes for %d boxes, over %zu", name, a.peak, n, bound);
+        check_same(idx, &m, name);
+        model_free(&m);
+        qg_destroy(idx);
+        assert_int_equal(a.bytes, 0);
+    }
 }
 
 /* The point grid's largest element count: 16,777,215 fit, the next insert
@@ -787,6 +877,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_config_extremes),
         cmocka_unit_test(test_coincident_pairs),
         cmocka_unit_test(test_coincident_queries),
+        cmocka_unit_test(test_crowd_memory),
+        cmocka_unit_test(test_box_cells),
         cmocka_unit_test(test_capacity),
     };
     return tu_run_kind_tests("hostile", g_kind, tests);
