@@ -960,7 +960,10 @@ static inline void gr_band(const gr_grid *g, int32_t part, int32_t parts, int32_
     }
     if (*y0 < 0)
         *y0 = y;
-    *y1 = y;
+    // Rows past the last live one belong to the last band: a batch move
+    // links into rows that are empty before it (they once fell in no band,
+    // and a box moved into them was stored but never linked).
+    *y1 = part == parts - 1 ? g->nrows : y;
 }
 
 /// Part `part` of `parts` of gr_pairs: the wide list's pairs split by
