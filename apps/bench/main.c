@@ -105,7 +105,7 @@ static const char *const missing_peers[] = {
 
 static bench_peer quadgrid_peer(qg_kind k) {
     bench_peer p = {qg_kind_name(k), &bench_quadgrid_vtable, &qg_kinds[k], BENCH_BYTES_EXACT,
-                    k == QG_BRUTE_FORCE, NULL /* level: with qg_set_static (issue 18) */};
+                    k == QG_BRUTE_FORCE, &bench_quadgrid_level_vtable};
     return p;
 }
 

@@ -290,3 +290,172 @@ const bench_vtable bench_quadgrid_vtable = {
     qgb_create, qgb_build, qgb_update, qgb_pairs, qgb_query, qgb_bytes, qgb_destroy, qgb_error, qgb_query_stats,
     qgb_pairs_parts, qgb_ray_all, qgb_ray_closest, qgb_nearest,
 };
+
+/* ---- level: tiles static, agents dynamic ---------------------------------
+ *
+ * One index: the tiles inserted with qg_insert_many and each marked with
+ * qg_set_static, then the agents inserted; every frame qg_move for each
+ * agent (qg_move_many on --threads' workers) and one qg_cleanup, then
+ * qg_pairs (qg_pairs_parallel), or qg_pair_events for --events. The index
+ * pairs no two static elements: the bench asks for nothing to be dropped. */
+
+struct bench_level {
+    qg_index *index;
+    qg_handle *handle_of; /* element -> handle */
+    int32_t *elem_of;     /* handle -> element; NULL while handle == element */
+    int32_t s, a;
+    const qg_jobs *jobs;
+    qg_status status;
+    const char *what;
+    char err[96];
+};
+
+static bool lfail(bench_level *l, const char *what, qg_status st) {
+    l->what = what;
+    l->status = st;
+    return false;
+}
+
+static bool qgl_create(bench_level **out, const bench_setup *setup, const void *arg) {
+    qg_kind kind = *(const qg_kind *)arg;
+    bench_level *l = calloc(1, sizeof *l);
+    if (!l) return false;
+    *out = l;
+    qg_config cfg = qg_default_config(kind);
+    cfg.bounds = setup->bounds;
+    cfg.element_size = setup->element_size;
+    cfg.max_element_size = setup->max_element_size;
+    cfg.max_depth = setup->max_depth;
+    cfg.leaf_capacity = setup->leaf_capacity;
+    cfg.cell_size = setup->cell_size;
+    l->jobs = setup->jobs;
+    qg_status st = qg_create(&cfg, &l->index);
+    return st == QG_OK || lfail(l, "qg_create", st);
+}
+
+static bool qgl_build(bench_level *l, const qg_rect *tiles, int32_t s, const qg_rect *agents, int32_t a) {
+    const int32_t n = s + a;
+    l->handle_of = malloc(((size_t)n + 1) * sizeof *l->handle_of);
+    if (!l->handle_of) return lfail(l, "malloc", QG_ERR_NOMEM);
+    qg_status st = qg_insert_many(l->index, tiles, s, l->handle_of);
+    if (st != QG_OK) return lfail(l, "qg_insert_many", st);
+    for (int32_t i = 0; i < s; i++) {
+        st = qg_set_static(l->index, l->handle_of[i], true);
+        if (st != QG_OK) return lfail(l, "qg_set_static", st);
+    }
+    st = qg_insert_many(l->index, agents, a, l->handle_of + s);
+    if (st != QG_OK) return lfail(l, "qg_insert_many", st);
+    qg_cleanup(l->index);
+    l->s = s, l->a = a;
+    qg_handle max_handle = -1;
+    bool identity = true;
+    for (int32_t i = 0; i < n; i++) {
+        identity = identity && l->handle_of[i] == i;
+        if (l->handle_of[i] > max_handle) max_handle = l->handle_of[i];
+    }
+    if (!identity) {
+        l->elem_of = malloc(((size_t)max_handle + 1) * sizeof *l->elem_of);
+        if (!l->elem_of) return lfail(l, "malloc", QG_ERR_NOMEM);
+        for (int32_t i = 0; i < n; i++) l->elem_of[l->handle_of[i]] = i;
+    }
+    return true;
+}
+
+static bool qgl_update(bench_level *l, const qg_rect *agents, int32_t a) {
+    const qg_handle *handle_of = l->handle_of + l->s;
+    if (l->jobs != NULL) {
+        qg_status st = qg_move_many(l->index, l->jobs, handle_of, agents, a);
+        if (st != QG_OK) return lfail(l, "qg_move_many", st);
+        qg_cleanup_parallel(l->index, l->jobs);
+        return true;
+    }
+    for (int32_t k = 0; k < a; k++) {
+        qg_status st = qg_move(l->index, handle_of[k], agents[k]);
+        if (st != QG_OK) return lfail(l, "qg_move", st);
+    }
+    qg_cleanup(l->index);
+    return true;
+}
+
+/* Handles back to elements, smaller first. */
+typedef struct lmap_ctx {
+    const int32_t *elem_of;
+    qg_pair_fn *fn, *fn2;
+    void *user;
+} lmap_ctx;
+
+static bool lmap_pair(qg_handle a, qg_handle b, void *user) {
+    const lmap_ctx *m = user;
+    int32_t i = m->elem_of[a], j = m->elem_of[b];
+    return i < j ? m->fn(i, j, m->user) : m->fn(j, i, m->user);
+}
+
+static bool lmap_ended(qg_handle a, qg_handle b, void *user) {
+    const lmap_ctx *m = user;
+    int32_t i = m->elem_of[a], j = m->elem_of[b];
+    return i < j ? m->fn2(i, j, m->user) : m->fn2(j, i, m->user);
+}
+
+static bool qgl_pairs(bench_level *l, qg_pair_fn *fn, void *user) {
+    qg_status st;
+    if (!l->elem_of) {
+        st = qg_pairs(l->index, fn, user);
+    } else {
+        lmap_ctx m = {l->elem_of, fn, NULL, user};
+        st = qg_pairs(l->index, lmap_pair, &m);
+    }
+    return st == QG_OK || lfail(l, "qg_pairs", st);
+}
+
+static bool qgl_events(bench_level *l, qg_pair_fn *began, qg_pair_fn *ended, void *user) {
+    qg_status st;
+    if (!l->elem_of) {
+        st = qg_pair_events(l->index, began, ended, user);
+    } else {
+        /* The bench never removes an element, so every handle an event
+         * names is still mapped. */
+        lmap_ctx m = {l->elem_of, began, ended, user};
+        st = qg_pair_events(l->index, began ? lmap_pair : NULL, ended ? lmap_ended : NULL, &m);
+    }
+    return st == QG_OK || lfail(l, "qg_pair_events", st);
+}
+
+static bool qgl_pairs_parts(bench_level *l, qg_pair_fn *fn, void *const *users) {
+    qg_status st;
+    if (!l->elem_of) {
+        st = qg_pairs_parallel(l->index, l->jobs, fn, users, NULL);
+    } else {
+        const int32_t parts = l->jobs ? l->jobs->worker_count : 1;
+        if (parts > QGB_MAX_PARTS) return lfail(l, "qg_pairs_parallel", QG_ERR_INVALID);
+        lmap_ctx m[QGB_MAX_PARTS];
+        void *mu[QGB_MAX_PARTS];
+        for (int32_t p = 0; p < parts; p++) {
+            m[p] = (lmap_ctx){l->elem_of, fn, NULL, users[p]};
+            mu[p] = &m[p];
+        }
+        st = qg_pairs_parallel(l->index, l->jobs, lmap_pair, mu, NULL);
+    }
+    return st == QG_OK || lfail(l, "qg_pairs_parallel", st);
+}
+
+static size_t qgl_bytes(bench_level *l) {
+    return qg_get_stats(l->index).memory_bytes;
+}
+
+static void qgl_destroy(bench_level *l) {
+    if (!l) return;
+    qg_destroy(l->index);
+    free(l->handle_of);
+    free(l->elem_of);
+    free(l);
+}
+
+static const char *qgl_error(bench_level *l) {
+    if (!l->what) return NULL;
+    snprintf(l->err, sizeof l->err, "%s: %s", l->what, qg_status_name(l->status));
+    return l->err;
+}
+
+const bench_level_vtable bench_quadgrid_level_vtable = {
+    qgl_create, qgl_build, qgl_update, qgl_pairs, qgl_events, qgl_pairs_parts, qgl_bytes, qgl_destroy, qgl_error,
+};
