@@ -32,6 +32,10 @@ static void usage(FILE *f) {
             "                      default: the number of cores; 1 = the one-thread calls\n"
             "  --start MODE        uniform (default), clusters or spot (all in one spot)\n"
             "  --dragons N         make N agents dragons, 20-50x larger (mixed sizes)\n"
+            "  --level             walls: the `level` workload's tile map (16x16 tiles on 40%%\n"
+            "                      of the world), static elements (qg_set_static) the agents\n"
+            "                      bounce off when their overlap begins (qg_pair_events)\n"
+            "  --level-walls P     with --level: tiles on P%% of the map (default 40)\n"
             "  --png FILE          write the last frame as a PNG\n"
             "  --video FILE        encode every frame with ffmpeg (.mp4, .gif, ...)\n"
             "  --fps N             video frame rate (default 30)\n"
@@ -132,6 +136,13 @@ static int parse(int argc, char **argv, sim_options *o) {
             NEED_VAL;
             if (!parse_long(val, 0, 1000000, &v)) return bad(a, val);
             o->dragons = (int32_t)v;
+        } else if (!strcmp(a, "--level")) {
+            o->level = true;
+        } else if (!strcmp(a, "--level-walls")) {
+            NEED_VAL;
+            if (!parse_long(val, 0, 100, &v)) return bad(a, val);
+            o->level_walls = (int)v;
+            o->level = true;
         } else if (!strcmp(a, "--png")) {
             NEED_VAL;
             o->png = val;
@@ -383,6 +394,9 @@ static int run_batch(sim_world *w, sim_options *o, double build_ms) {
         fprintf(out, "  frames per second without drawing: %.1f (median frame)\n",
                 med[5] > 0 ? 1000.0 / med[5] : 0.0);
         fprintf(out, "  colliding pairs per frame: median %.0f, most %.0f\n", pairs_med, pairs_max);
+        if (w->level)
+            fprintf(out, "  walls: %d static tiles; %" PRIu64 " wall bounces (began agent-wall events)\n",
+                    (int)w->nwalls, w->wall_bounces);
         fprintf(out, "  index memory: %s now, %s peak; %d nodes/cells; index built in %.1f ms\n",
                 fmt_bytes(b1, sizeof b1, qs.memory_bytes), fmt_bytes(b2, sizeof b2, index_peak),
                 (int)qs.nodes, build_ms);
@@ -397,10 +411,12 @@ static int run_batch(sim_world *w, sim_options *o, double build_ms) {
                "\"index_bytes_peak\":%zu,\"peak_rss_bytes\":%zu,\"move_ms_median\":%.4f,"
                "\"update_ms_median\":%.4f,\"pairs_ms_median\":%.4f,\"response_ms_median\":%.4f,"
                "\"cleanup_ms_median\":%.4f,\"fps_no_draw\":%.1f,\"pairs_median\":%.0f,"
-               "\"build_ms\":%.3f,\"seed\":%" PRIu64 ",\"state_hash\":\"%016" PRIx64 "\"}\n",
+               "\"build_ms\":%.3f,\"seed\":%" PRIu64 ",\"state_hash\":\"%016" PRIx64 "\","
+               "\"level\":%s,\"walls\":%d,\"wall_bounces\":%" PRIu64 "}\n",
                (int)w->n, qg_kind_name(w->kind), (int)o->threads, done, med[5], max[5], drawing ? med[6] : 0.0,
                qs.memory_bytes, index_peak, rss, med[0], med[1], med[2], med[3], med[4],
-               med[5] > 0 ? 1000.0 / med[5] : 0.0, pairs_med, build_ms, o->seed, world_hash(w));
+               med[5] > 0 ? 1000.0 / med[5] : 0.0, pairs_med, build_ms, o->seed, world_hash(w),
+               w->level ? "true" : "false", (int)w->nwalls, w->wall_bounces);
     }
     rc = 0;
 out:
@@ -425,6 +441,7 @@ int main(int argc, char **argv) {
         .fps = 30,
         .progress = true,
         .colour = RASTER_BY_SPEED,
+        .level_walls = 40,
     };
     int rc = parse(argc, argv, &o);
     if (rc >= 0) return rc;
@@ -444,6 +461,11 @@ int main(int argc, char **argv) {
     sim_world w;
     if (!world_init(&w, o.agents, o.seed, o.start, o.dragons)) {
         fprintf(stderr, "quadgrid-sim: out of memory for %d agents\n", (int)o.agents);
+        world_free(&w);
+        return 1;
+    }
+    if (o.level && !world_make_level(&w, o.level_walls)) {
+        fprintf(stderr, "quadgrid-sim: out of memory for the level\n");
         world_free(&w);
         return 1;
     }

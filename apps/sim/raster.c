@@ -127,6 +127,22 @@ void raster_agents(raster *r, const raster_view *v, const sim_world *w, raster_c
     }
 }
 
+void raster_walls(raster *r, const raster_view *v, const sim_world *w) {
+    const float ox = v->origin_x, oy = v->origin_y, s = v->scale;
+    const float fw = (float)r->width, fh = (float)r->height;
+    for (int32_t k = 0; k < w->nwalls; k++) {
+        const qg_rect b = w->walls[k];
+        float sx0 = (b.min_x - ox) * s, sx1 = (b.max_x - ox) * s;
+        float sy0 = (b.min_y - oy) * s, sy1 = (b.max_y - oy) * s;
+        if (sx1 < 0.0f || sy1 < 0.0f || sx0 >= fw || sy0 >= fh) continue;
+        // Edges floored as the agents' are: neighbouring tiles meet without
+        // a gap, so the walls read as solid rock.
+        int x0 = floor_pos(sx0 < -1.0f ? -1.0f : sx0), x1 = floor_pos(sx1 > fw ? fw : sx1);
+        int y0 = floor_pos(sy0 < -1.0f ? -1.0f : sy0), y1 = floor_pos(sy1 > fh ? fh : sy1);
+        fill(r, x0, y0, x1, y1, RASTER_WALL);
+    }
+}
+
 // A quarter of the line colour over the picture: the cells read as a faint
 // mesh and the agents stay visible through it.
 static inline uint32_t blend(uint32_t p, uint32_t c) {

@@ -33,6 +33,10 @@ raster_view raster_fit(const raster *r, float world_size, float zoom, float cent
 
 void raster_clear(raster *r, uint32_t colour);
 void raster_agents(raster *r, const raster_view *v, const sim_world *w, raster_colour mode);
+/// The colour walls (--level) are drawn in: slate, apart from every agent colour.
+#define RASTER_WALL 0xff3c4454u
+/// --level's walls, filled in RASTER_WALL (draw before the agents).
+void raster_walls(raster *r, const raster_view *v, const sim_world *w);
 /// The index's nodes or cells, from qg_visit, as outlines blended over the picture.
 void raster_cells(raster *r, const raster_view *v, const qg_index *index);
 /// Text in the built-in 5x7 font, scaled up by `scale`, on a dark box.

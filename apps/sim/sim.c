@@ -3,6 +3,7 @@
 
 #include "sim.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -38,6 +39,7 @@ qg_status sim_step(sim_world *w, sim_times *t) {
 void sim_draw(raster *r, const raster_view *v, const sim_world *w, bool cells,
               raster_colour colour, const char *overlay) {
     raster_clear(r, 0xff0c0f14u);
+    if (w->nwalls > 0) raster_walls(r, v, w);
     raster_agents(r, v, w, colour);
     if (cells) raster_cells(r, v, w->index);
     if (overlay && *overlay) {
@@ -48,10 +50,14 @@ void sim_draw(raster *r, const raster_view *v, const sim_world *w, bool cells,
 
 void sim_overlay(char *buf, size_t cap, const sim_world *w, const sim_times *avg,
                  const char *extra) {
+    char level[96] = "";
+    if (w->level)
+        snprintf(level, sizeof level, "\n%d static walls  wall pairs %zu  bounces %" PRIu64, (int)w->nwalls,
+                 w->nwall_pairs, w->wall_bounces);
     snprintf(buf, cap,
              "%d agents  kind %s\n"
              "sim %.2f ms/frame (move %.2f, update %.2f, pairs %.2f, response %.2f)\n"
-             "draw %.2f ms  pairs %zu%s%s",
+             "draw %.2f ms  pairs %zu%s%s%s",
              (int)w->n, qg_kind_name(w->kind), sim_ms(avg), avg->move, avg->update, avg->pairs,
-             avg->response, avg->draw, w->npairs, extra && *extra ? "\n" : "", extra ? extra : "");
+             avg->response, avg->draw, w->npairs, level, extra && *extra ? "\n" : "", extra ? extra : "");
 }

@@ -36,6 +36,8 @@ typedef struct sim_options {
     int fps;
     int32_t threads;     // workers for the index calls and the motion (default: cores)
     bool cells, json, quiet, view, progress, workload_order;
+    bool level;          // --level: walls (static elements) and overlap events
+    int level_walls;     // percent of the map under walls (default 40)
     raster_colour colour;
 } sim_options;
 

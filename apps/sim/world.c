@@ -167,7 +167,76 @@ void world_free(sim_world *w) {
     for (int32_t p = 0; p < w->part_count; p++) free(w->parts[p].pairs);
     free(w->parts);
     free(w->boxes);
+    free(w->walls);
+    free(w->wall_handle);
+    free(w->wall_handle_tmp);
+    free(w->wall_map);
+    free(w->contacts);
+    free(w->contacts_tmp);
+    free(w->began);
+    free(w->ended);
+    free(w->wall_pairs);
     memset(w, 0, sizeof *w);
+}
+
+// --level ------------------------------------------------------------------
+
+// Whether the closed box of half-size h around (x, y) touches a wall tile.
+static bool touches_wall(const sim_world *w, float x, float y, float h) {
+    const int32_t G = w->wall_grid;
+    int32_t x0 = (int32_t)floorf((x - h) / WORLD_TILE) - 1, x1 = (int32_t)floorf((x + h) / WORLD_TILE);
+    int32_t y0 = (int32_t)floorf((y - h) / WORLD_TILE) - 1, y1 = (int32_t)floorf((y + h) / WORLD_TILE);
+    if (x0 < 0) x0 = 0;
+    if (y0 < 0) y0 = 0;
+    if (x1 > G - 1) x1 = G - 1;
+    if (y1 > G - 1) y1 = G - 1;
+    for (int32_t ty = y0; ty <= y1; ty++)
+        for (int32_t tx = x0; tx <= x1; tx++) {
+            if (!w->wall_map[(size_t)ty * (size_t)G + (size_t)tx]) continue;
+            float bx = WORLD_TILE * (float)tx, by = WORLD_TILE * (float)ty;
+            if (x - h <= bx + WORLD_TILE && bx <= x + h && y - h <= by + WORLD_TILE && by <= y + h) return true;
+        }
+    return false;
+}
+
+// Agent i, if it touches a wall, at the first of up to 100 random spots that
+// does not (else where it is: the response pushes it out).
+static void place_free(sim_world *w, int32_t i) {
+    float h = w->h[i], W = w->size;
+    for (int t = 0; t < 100 && touches_wall(w, w->x[i], w->y[i], h); t++) {
+        w->x[i] = h + (W - 2.0f * h) * unit(&w->rng);
+        w->y[i] = h + (W - 2.0f * h) * unit(&w->rng);
+    }
+}
+
+bool world_make_level(sim_world *w, int percent) {
+    const int32_t G = (int32_t)(w->size / WORLD_TILE);
+    w->level = true;
+    w->wall_grid = G;
+    w->wall_map = calloc((size_t)G * (size_t)G + 1, 1);
+    if (!w->wall_map) return false;
+    int32_t count = 0;
+    for (int32_t y = 0; y < G; y++)
+        for (int32_t x = 0; x < G; x++)
+            if (mix64(((uint64_t)(uint32_t)y << 32) | (uint32_t)x) % 100 < (uint64_t)percent) {
+                w->wall_map[(size_t)y * (size_t)G + (size_t)x] = 1;
+                count++;
+            }
+    w->walls = malloc(((size_t)count + 1) * sizeof *w->walls);
+    w->wall_handle = malloc(((size_t)count + 1) * sizeof *w->wall_handle);
+    w->wall_handle_tmp = malloc(((size_t)count + 1) * sizeof *w->wall_handle_tmp);
+    if (!w->walls || !w->wall_handle || !w->wall_handle_tmp) return false;
+    int32_t k = 0;
+    for (int32_t y = 0; y < G; y++)
+        for (int32_t x = 0; x < G; x++)
+            if (w->wall_map[(size_t)y * (size_t)G + (size_t)x]) {
+                float bx = WORLD_TILE * (float)x, by = WORLD_TILE * (float)y;
+                w->wall_handle[k] = -1;
+                w->walls[k++] = (qg_rect){bx, by, bx + WORLD_TILE, by + WORLD_TILE};
+            }
+    w->nwalls = count;
+    for (int32_t i = 0; i < w->n; i++) place_free(w, i);
+    return true;
 }
 
 qg_kind world_default_kind(bool mixed_sizes) {
@@ -236,17 +305,40 @@ static qg_status build_with_bound(sim_world *w, qg_kind kind, float bound_h, dou
         if (hd < 0 || !map_handle(w, hd, i)) {
             qg_destroy(ix);
             // The old index's handles may have been overwritten in agent_of.
-            if (w->index)
+            if (w->index) {
                 for (int32_t k = 0; k < w->n; k++)
                     if (w->handle[k] >= 0) w->agent_of[w->handle[k]] = k;
+                for (int32_t k = 0; k < w->nwalls; k++) w->agent_of[w->wall_handle[k]] = -2 - k;
+            }
             return hd < 0 ? (qg_status)hd : QG_ERR_NOMEM;
         }
         w->handle[i] = hd;
+    }
+    if (w->nwalls > 0) {
+        // The walls: one batch, each made static, so the index never pairs
+        // two of them and keeps them where they cost nothing per frame.
+        qg_status ws = qg_insert_many(ix, w->walls, w->nwalls, w->wall_handle_tmp);
+        for (int32_t k = 0; k < w->nwalls && ws == QG_OK; k++) {
+            ws = qg_set_static(ix, w->wall_handle_tmp[k], true);
+            if (ws == QG_OK && !map_handle(w, w->wall_handle_tmp[k], -2 - k)) ws = QG_ERR_NOMEM;
+        }
+        if (ws != QG_OK) {
+            qg_destroy(ix);
+            if (w->index) {
+                for (int32_t k = 0; k < w->n; k++)
+                    if (w->handle[k] >= 0) w->agent_of[w->handle[k]] = k;
+                for (int32_t k = 0; k < w->nwalls; k++) w->agent_of[w->wall_handle[k]] = -2 - k;
+            }
+            return ws;
+        }
+        memcpy(w->wall_handle, w->wall_handle_tmp, (size_t)w->nwalls * sizeof *w->wall_handle);
     }
     qg_destroy(w->index);
     w->index = ix;
     w->kind = kind;
     w->max_h = bound_h;
+    // A new index: its first events report every pair as began.
+    w->ncontacts = 0;
     return QG_OK;
 }
 
@@ -436,10 +528,120 @@ static qg_status find_pairs_parallel(sim_world *w) {
     return QG_OK;
 }
 
+static int cmp_u64(const void *a, const void *b);
+
+// Appends key to a growing array; false when out of memory.
+static bool push_key(uint64_t **v, size_t *n, size_t *cap, uint64_t key) {
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 1024;
+        uint64_t *p = realloc(*v, c * sizeof *p);
+        if (!p) return false;
+        *v = p;
+        *cap = c;
+    }
+    (*v)[(*n)++] = key;
+    return true;
+}
+
+static uint64_t handle_key(qg_handle a, qg_handle b) {
+    return a < b ? ((uint64_t)(uint32_t)a << 32) | (uint32_t)b : ((uint64_t)(uint32_t)b << 32) | (uint32_t)a;
+}
+
+static bool on_began(qg_handle a, qg_handle b, void *user) {
+    sim_world *w = user;
+    if (!push_key(&w->began, &w->nbegan, &w->began_cap, handle_key(a, b))) w->events_oom = true;
+    return true;
+}
+
+static bool on_ended(qg_handle a, qg_handle b, void *user) {
+    sim_world *w = user;
+    if (!push_key(&w->ended, &w->nended, &w->ended_cap, handle_key(a, b))) w->events_oom = true;
+    return true;
+}
+
+// --level: the frame's pairs from qg_pair_events. The events since the last
+// call update the set of current pairs (a pair ended and began in one call,
+// a handle reused, is current); the set gives the agent pairs for the
+// response, as qg_pairs would, and the agent-wall pairs, those that began
+// now flagged for the bounce.
+static qg_status find_pairs_events(sim_world *w) {
+    w->nbegan = w->nended = 0;
+    w->events_oom = false;
+    qg_status st = qg_pair_events(w->index, on_began, on_ended, w);
+    if (st == QG_OK && w->events_oom) st = QG_ERR_NOMEM;
+    if (st != QG_OK) return st;
+    qsort(w->began, w->nbegan, sizeof *w->began, cmp_u64);
+    qsort(w->ended, w->nended, sizeof *w->ended, cmp_u64);
+    size_t need = w->ncontacts + w->nbegan;
+    if (need > w->contacts_cap) {
+        uint64_t *c = realloc(w->contacts, need * sizeof *c);
+        if (!c) return QG_ERR_NOMEM;
+        w->contacts = c;
+        uint64_t *t = realloc(w->contacts_tmp, need * sizeof *t);
+        if (!t) return QG_ERR_NOMEM;
+        w->contacts_tmp = t;
+        w->contacts_cap = need;
+    }
+    // (contacts minus ended) merged with began, all sorted.
+    size_t n = 0, i = 0, e = 0, b = 0;
+    const uint64_t *old = w->contacts;
+    uint64_t *out = w->contacts_tmp;
+    while (i < w->ncontacts || b < w->nbegan) {
+        uint64_t k;
+        if (b == w->nbegan || (i < w->ncontacts && old[i] < w->began[b])) {
+            k = old[i++];
+            while (e < w->nended && w->ended[e] < k) e++;
+            if (e < w->nended && w->ended[e] == k) continue;
+        } else {
+            k = w->began[b++];
+            if (i < w->ncontacts && old[i] == k) i++; // began again: present once
+        }
+        if (n == 0 || out[n - 1] != k) out[n++] = k;
+    }
+    w->contacts_tmp = w->contacts;
+    w->contacts = out;
+    w->ncontacts = n;
+
+    // Agent pairs (agent numbers, for the sorted response) and wall pairs.
+    if (n > w->pairs_cap) {
+        uint64_t *a = realloc(w->pairs, n * sizeof *a);
+        if (!a) return QG_ERR_NOMEM;
+        w->pairs = a;
+        uint64_t *t = realloc(w->pairs_tmp, n * sizeof *t);
+        if (!t) return QG_ERR_NOMEM;
+        w->pairs_tmp = t;
+        w->pairs_cap = n;
+    }
+    w->nwall_pairs = 0;
+    b = 0;
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t key = out[k];
+        bool began = false;
+        while (b < w->nbegan && w->began[b] < key) b++;
+        if (b < w->nbegan && w->began[b] == key) began = true;
+        int32_t p = w->agent_of[key >> 32], q = w->agent_of[(uint32_t)key];
+        if (p >= 0 && q >= 0) {
+            if (p > q) {
+                int32_t t = p;
+                p = q;
+                q = t;
+            }
+            w->pairs[w->npairs++] = ((uint64_t)p << w->pair_bits) | (uint64_t)q;
+        } else if (p >= 0 || q >= 0) {
+            int32_t agent = p >= 0 ? p : q, wall = -2 - (p >= 0 ? q : p);
+            uint64_t wk = ((uint64_t)agent << 32) | ((uint64_t)wall << 1) | (began ? 1u : 0u);
+            if (!push_key(&w->wall_pairs, &w->nwall_pairs, &w->wall_pairs_cap, wk)) return QG_ERR_NOMEM;
+        }
+    }
+    qsort(w->wall_pairs, w->nwall_pairs, sizeof *w->wall_pairs, cmp_u64);
+    return QG_OK;
+}
+
 qg_status world_find_pairs(sim_world *w) {
     w->npairs = 0;
     w->pairs_oom = false;
     w->pair_bits = bits_for(w->n);
+    if (w->level) return find_pairs_events(w);
     if (w->jobs) return find_pairs_parallel(w);
     qg_status st = qg_pairs(w->index, collect_pair, w);
     if (st == QG_OK && w->pairs_oom) st = QG_ERR_NOMEM;
@@ -480,6 +682,41 @@ static void sort_pairs(sim_world *w) {
     }
     w->pairs = a;
     w->pairs_tmp = b;
+}
+
+// --level: an agent whose pair with a wall began this frame bounces off it
+// (pushed out along the axis of least overlap, its velocity along that axis
+// turned back if it points into the wall); while the pair lasts, the agent
+// is only pushed out (a crowd may press it in). In agent, then wall order.
+static void respond_walls(sim_world *w) {
+    float *x = w->x, *y = w->y, *vx = w->vx, *vy = w->vy;
+    const float *h = w->h;
+    for (size_t k = 0; k < w->nwall_pairs; k++) {
+        const uint64_t key = w->wall_pairs[k];
+        const int32_t i = (int32_t)(key >> 32), wk = (int32_t)((uint32_t)key >> 1);
+        const bool began = key & 1u;
+        const qg_rect b = w->walls[wk];
+        const float hw = 0.5f * (b.max_x - b.min_x), hh = 0.5f * (b.max_y - b.min_y);
+        const float dx = x[i] - (b.min_x + hw), dy = y[i] - (b.min_y + hh);
+        const float ox = h[i] + hw - fabsf(dx), oy = h[i] + hh - fabsf(dy);
+        if (ox < 0.0f || oy < 0.0f) continue; // pushed clear already
+        if (began) {
+            w->wall_bounces++;
+            w->hit_frame[i] = w->frame;
+        } else if (ox == 0.0f || oy == 0.0f) {
+            continue; // touching, not inside
+        }
+        if (ox <= oy) {
+            const float s = dx < 0.0f ? -1.0f : 1.0f;
+            x[i] += s * ox;
+            if (began && vx[i] * s < 0.0f) vx[i] = -vx[i];
+        } else {
+            const float s = dy < 0.0f ? -1.0f : 1.0f;
+            y[i] += s * oy;
+            if (began && vy[i] * s < 0.0f) vy[i] = -vy[i];
+        }
+        wall(w, i);
+    }
 }
 
 void world_respond(sim_world *w) {
@@ -526,6 +763,7 @@ void world_respond(sim_world *w) {
         wall(w, i);
         wall(w, j);
     }
+    if (w->level) respond_walls(w);
 }
 
 void world_cleanup(sim_world *w) { qg_cleanup_parallel(w->index, w->jobs); }
@@ -562,6 +800,7 @@ qg_status world_add_random(sim_world *w, int32_t count) {
     if (!grow_agents(w, w->n + count)) return QG_ERR_NOMEM;
     for (int32_t k = 0; k < count; k++) {
         random_agent(w, w->n, 1.0f + 3.0f * unit(&w->rng));
+        if (w->level) place_free(w, w->n);
         qg_status st = append_agent(w);
         if (st != QG_OK) return st;
     }

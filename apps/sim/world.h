@@ -49,7 +49,33 @@ typedef struct sim_world {
     int32_t part_count;
     qg_rect *boxes;
     int32_t boxes_cap;
+
+    // --level (world_make_level): walls, static elements of the index
+    // (qg_set_static), and the pairs of the frame from overlap events
+    // (qg_pair_events) instead of qg_pairs.
+    bool level;
+    int32_t nwalls;
+    qg_rect *walls;
+    qg_handle *wall_handle, *wall_handle_tmp; // wall -> its handle; scratch for a rebuild
+    int32_t wall_grid;   // G: the tile map is G x G tiles of WORLD_TILE
+    uint8_t *wall_map;   // G*G, 1 where a wall tile is
+    // The current pairs, kept from the events: handle pairs (lo << 32 | hi),
+    // sorted; and this call's began and ended events.
+    uint64_t *contacts, *contacts_tmp;
+    size_t ncontacts, contacts_cap;
+    uint64_t *began, *ended;
+    size_t nbegan, began_cap, nended, ended_cap;
+    bool events_oom;
+    // This frame's agent-wall pairs as (agent << 32 | wall << 1 | began),
+    // sorted: the response bounces an agent off a wall on the began event
+    // and only pushes it out while the pair lasts.
+    uint64_t *wall_pairs;
+    size_t nwall_pairs, wall_pairs_cap;
+    uint64_t wall_bounces; // began agent-wall events answered, every frame so far
 } sim_world;
+
+/// Side of a wall tile in --level.
+#define WORLD_TILE 16.0f
 
 /// One part of a parallel pair search: its own list, so its callback needs
 /// no lock.
@@ -70,6 +96,13 @@ bool world_set_jobs(sim_world *w, const qg_jobs *jobs);
 /// Returns false when out of memory.
 bool world_init(sim_world *w, int32_t n, uint64_t seed, sim_start start, int32_t dragons);
 void world_free(sim_world *w);
+
+/// --level: a tile map over the world, G = size / 16 tiles a side, a tile at
+/// (x, y) where the `level` workload's rule mix((y << 32) | x) % 100 < percent
+/// puts one (40: the workload's map). Agents that touch a wall are placed
+/// again at random free spots (draws after every other). Call after
+/// world_init and before the index is built. False when out of memory.
+bool world_make_level(sim_world *w, int percent);
 
 /// Renumbers the agents in Z-order of their positions, so that agents near
 /// each other in the world are near each other in memory. Call before the
