@@ -570,8 +570,9 @@ static qg_status find_pairs_events(sim_world *w) {
     qg_status st = qg_pair_events(w->index, on_began, on_ended, w);
     if (st == QG_OK && w->events_oom) st = QG_ERR_NOMEM;
     if (st != QG_OK) return st;
-    qsort(w->began, w->nbegan, sizeof *w->began, cmp_u64);
-    qsort(w->ended, w->nended, sizeof *w->ended, cmp_u64);
+    // (qsort wants a valid array even for 0 keys: these may not exist yet.)
+    if (w->nbegan > 1) qsort(w->began, w->nbegan, sizeof *w->began, cmp_u64);
+    if (w->nended > 1) qsort(w->ended, w->nended, sizeof *w->ended, cmp_u64);
     size_t need = w->ncontacts + w->nbegan;
     if (need > w->contacts_cap) {
         uint64_t *c = realloc(w->contacts, need * sizeof *c);
@@ -633,7 +634,7 @@ static qg_status find_pairs_events(sim_world *w) {
             if (!push_key(&w->wall_pairs, &w->nwall_pairs, &w->wall_pairs_cap, wk)) return QG_ERR_NOMEM;
         }
     }
-    qsort(w->wall_pairs, w->nwall_pairs, sizeof *w->wall_pairs, cmp_u64);
+    if (w->nwall_pairs > 1) qsort(w->wall_pairs, w->nwall_pairs, sizeof *w->wall_pairs, cmp_u64);
     return QG_OK;
 }
 
