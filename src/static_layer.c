@@ -40,10 +40,22 @@ SL_INLINE uint64_t sl_row_hash(int64_t cy)
     return ((uint64_t)cy * 0x9E3779B97F4A7C15ull) >> 17;
 }
 
+/// Dense levels file cells by 8x8 block: a bucket is block * 64 + the cell's
+/// place in its block (row-major both). The cells of one row inside one block
+/// are consecutive buckets.
+#define SL_BLOCK_BITS 3
+#define SL_BLOCK (1 << SL_BLOCK_BITS)
+
+SL_INLINE int64_t sl_dense_bucket(int64_t bcols, int64_t cx, int64_t cy)
+{
+    return (((cy >> SL_BLOCK_BITS) * bcols + (cx >> SL_BLOCK_BITS)) << (2 * SL_BLOCK_BITS)) |
+           ((cy & (SL_BLOCK - 1)) << SL_BLOCK_BITS) | (cx & (SL_BLOCK - 1));
+}
+
 SL_INLINE int64_t sl_bucket(const qg_static_level *lv, int64_t cx, int64_t cy)
 {
     if (lv->dense)
-        return cy * lv->cols + cx;
+        return sl_dense_bucket(lv->bcols, cx, cy);
     return (int64_t)(((uint64_t)cx + sl_row_hash(cy)) & (uint64_t)(lv->table - 1));
 }
 
@@ -165,10 +177,12 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
         lv->rows = sl_cell(hi_y, lo_y, lv->inv, SL_MAX_CELLS) + 1;
         // Rounded up, so an item's min corner is never judged out of reach.
         lv->reach = reach[l] * (1.0 + 0x1p-40) + DBL_MIN;
-        const double cells = (double)lv->cols * (double)lv->rows;
+        lv->bcols = (lv->cols + SL_BLOCK - 1) >> SL_BLOCK_BITS;
+        const int64_t brows = (lv->rows + SL_BLOCK - 1) >> SL_BLOCK_BITS;
+        const double cells = (double)lv->bcols * (double)brows * (SL_BLOCK * SL_BLOCK);
         lv->dense = cells <= 4.0 * per_level[l] + 64.0;
         if (lv->dense) {
-            lv->table = lv->cols * lv->rows;
+            lv->table = lv->bcols * brows * (SL_BLOCK * SL_BLOCK);
         } else {
             int64_t t = 64;
             while (t < 2 * (int64_t)per_level[l])
@@ -257,13 +271,17 @@ SL_INLINE bool sl_level_search(const qg_static_layer *layer, const qg_static_lev
     const int32_t *start = layer->start + lv->base;
     const qg_static_item *items = layer->items;
     if (lv->dense) {
+        stats->nodes_visited += (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
         for (int64_t cy = cy0; cy <= cy1; ++cy) {
-            const int64_t row = cy * lv->cols;
-            const int32_t e = start[row + cx1 + 1];
-            stats->nodes_visited += cx1 - cx0 + 1;
-            for (int32_t i = start[row + cx0]; i < e; ++i)
-                if (!visit(&items[i], ctx))
-                    return false;
+            // One run per block the row crosses.
+            for (int64_t lo = cx0; lo <= cx1;) {
+                const int64_t hi = (lo | (SL_BLOCK - 1)) < cx1 ? (lo | (SL_BLOCK - 1)) : cx1;
+                const int32_t e = start[sl_dense_bucket(lv->bcols, hi, cy) + 1];
+                for (int32_t i = start[sl_dense_bucket(lv->bcols, lo, cy)]; i < e; ++i)
+                    if (!visit(&items[i], ctx))
+                        return false;
+                lo = hi + 1;
+            }
         }
         return true;
     }
@@ -355,14 +373,22 @@ static bool sl_join_visit_fn(const qg_static_item *item, void *ctx)
 
 
 
-/// How far ahead the dense join prefetches a dynamic element's rows.
+/// How far ahead the dense join reads: the box of the element 3 * SL_AHEAD
+/// on, the bucket starts of the one 2 * SL_AHEAD on, the items of the one
+/// SL_AHEAD on. A lookup is three dependent loads (the moving element's box,
+/// by handle; its cells' bucket starts; their items); elements sorted by cell
+/// are still far apart in memory, so each load would wait on the cache.
 #define SL_AHEAD 8
 
+/// A dense level's run of items in row cy from column lo to column hi (one
+/// block).
+typedef struct sl_run {
+    int32_t begin, end;
+} sl_run;
+
 /// The join against one dense level, the common case (a tile map): per
-/// element, per row it reaches, one run of items between two bucket starts.
-/// Written out flat (no visitor) because it runs once per moving element
-/// per frame; the next elements' rows are prefetched, since sparse elements
-/// sorted by cell still skip cache lines between neighbours.
+/// element, per row it reaches, per block, one run of items. Written out
+/// flat (no visitor): it runs once per moving element per frame.
 static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *lv, const qg_rect *boxes,
                           const qg_handle *dyn, int32_t n, const qg_filter *filters, qg_pair_fn *fn, void *user,
                           qg_query_stats *stats)
@@ -370,28 +396,26 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
     const int32_t *start = layer->start + lv->base;
     const qg_static_item *items = layer->items;
     const double ox = lv->ox, oy = lv->oy, inv = lv->inv, reach = lv->reach;
-    const int64_t cols = lv->cols, rows = lv->rows;
+    const int64_t cols = lv->cols, rows = lv->rows, bcols = lv->bcols;
     int64_t cells = 0, tested = 0;
     for (int32_t i = 0; i < n; ++i) {
-        // Two stages ahead: the bucket starts of the element 2 * SL_AHEAD
-        // on, then (those starts now in cache) the items of the element
-        // SL_AHEAD on. A lookup is two dependent loads per row; this keeps
-        // both off the critical path.
+        if (i + 3 * SL_AHEAD < n)
+            SL_PREFETCH(&boxes[dyn[i + 3 * SL_AHEAD]]);
         if (i + 2 * SL_AHEAD < n) {
             const qg_rect p = boxes[dyn[i + 2 * SL_AHEAD]];
             const int64_t px = sl_cell((double)p.min_x - reach, ox, inv, cols);
             const int64_t py = sl_cell((double)p.min_y - reach, oy, inv, rows);
-            SL_PREFETCH(&start[py * cols + px]);
+            SL_PREFETCH(&start[sl_dense_bucket(bcols, px, py)]);
             if (py + 1 < rows)
-                SL_PREFETCH(&start[(py + 1) * cols + px]);
+                SL_PREFETCH(&start[sl_dense_bucket(bcols, px, py + 1)]);
         }
         if (i + SL_AHEAD < n) {
             const qg_rect p = boxes[dyn[i + SL_AHEAD]];
             const int64_t px = sl_cell((double)p.min_x - reach, ox, inv, cols);
             const int64_t py = sl_cell((double)p.min_y - reach, oy, inv, rows);
-            SL_PREFETCH(&items[start[py * cols + px]]);
+            SL_PREFETCH(&items[start[sl_dense_bucket(bcols, px, py)]]);
             if (py + 1 < rows)
-                SL_PREFETCH(&items[start[(py + 1) * cols + px]]);
+                SL_PREFETCH(&items[start[sl_dense_bucket(bcols, px, py + 1)]]);
         }
         const qg_handle h = dyn[i];
         const qg_rect b = boxes[h];
@@ -401,22 +425,25 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
         const int64_t cy1 = sl_cell(b.max_y, oy, inv, rows);
         cells += (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
         for (int64_t cy = cy0; cy <= cy1; ++cy) {
-            const int32_t *row = start + cy * cols;
-            const int32_t e = row[cx1 + 1];
-            for (int32_t k = row[cx0]; k < e; ++k) {
-                const qg_static_item *it = &items[k];
-                tested++;
-                if (!qg_overlaps(it->box, b))
-                    continue;
-                if (filters != NULL) {
-                    const qg_filter fa = filters[h], fb = filters[it->handle];
-                    if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
+            for (int64_t lo = cx0; lo <= cx1;) {
+                const int64_t hi = (lo | (SL_BLOCK - 1)) < cx1 ? (lo | (SL_BLOCK - 1)) : cx1;
+                const sl_run run = {start[sl_dense_bucket(bcols, lo, cy)], start[sl_dense_bucket(bcols, hi, cy) + 1]};
+                lo = hi + 1;
+                for (int32_t k = run.begin; k < run.end; ++k) {
+                    const qg_static_item *it = &items[k];
+                    tested++;
+                    if (!qg_overlaps(it->box, b))
                         continue;
-                }
-                if (!qg_report_pair(fn, user, h, it->handle)) {
-                    stats->nodes_visited += cells;
-                    stats->elements_tested += tested;
-                    return false;
+                    if (filters != NULL) {
+                        const qg_filter fa = filters[h], fb = filters[it->handle];
+                        if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
+                            continue;
+                    }
+                    if (!qg_report_pair(fn, user, h, it->handle)) {
+                        stats->nodes_visited += cells;
+                        stats->elements_tested += tested;
+                        return false;
+                    }
                 }
             }
         }

@@ -5,8 +5,10 @@
 // one array sorted by cell, each item filed under the cell of its min corner
 // on the level whose cell is at least its extent (levels 4x apart, the finest
 // chosen from the most common extent, so a tile map is one level with one
-// tile per cell). A level's cells are a dense row-major table when that costs
-// at most ~4 entries per item, else a hashed table (a sparse or huge world):
+// tile per cell). A level's cells are a dense table when that costs at most
+// ~4 entries per item (8x8 blocks of cells, row-major inside a block and
+// across blocks: a lookup's 2x2 or 3x3 cells share a block's cache lines),
+// else a hashed table (a sparse or huge world):
 // either way memory is bounded by the items, not by the world. A box query
 // reads, per row of cells it can reach, one contiguous run of items; items
 // are 20 bytes ({box, handle}) and read in order.
@@ -34,7 +36,8 @@ typedef struct qg_static_level {
     double cell;
     double reach;   ///< largest item extent on this level (rounded up)
     int64_t cols, rows;
-    int64_t table;  ///< buckets: cols * rows when dense, a power of two when hashed
+    int64_t table;  ///< buckets: whole 8x8 blocks of cells when dense, a power of two when hashed
+    int64_t bcols;  ///< dense: blocks across
     bool dense;
     int32_t base;   ///< first bucket's entry in start[]
 } qg_static_level;
