@@ -182,8 +182,9 @@ QG_API qg_status qg_query_point(const qg_index *index, float x, float y, qg_quer
                                 void *user);
 
 /// Calls fn exactly once for each unordered pair of live elements whose closed
-/// boxes overlap, with a < b. Order is unspecified but deterministic for the
-/// same sequence of calls.
+/// boxes overlap, with a < b, except pairs of two static elements and pairs
+/// their filters keep apart (qg_set_static, qg_set_filter). Order is
+/// unspecified but deterministic for the same sequence of calls.
 QG_API qg_status qg_pairs(const qg_index *index, qg_pair_fn *fn, void *user);
 
 /// What a query or pair search did: the work behind its answer, for tuning
