@@ -791,7 +791,10 @@ static void test_oom(void **state)
     tu_skip_unless_built(g_kind);
     long total = 0;
     oom_sequence(0, TU_FAIL_ONCE, &total);
-    const long step = total > 400 ? total / 400 : 1;
+    /* Every failure point for short sequences, an even sample of about 200
+     * (QG_TEST_SCALE scales it) past that. */
+    const long points = tu_scaled(200);
+    const long step = total > points ? (total + points - 1) / points : 1;
     long runs = 0;
     for (long k = 1; k <= total; k += step) {
         long n;
