@@ -10,7 +10,9 @@
 // with the oracle (which skips the call) checks. The batch calls
 // (qg_move_many, qg_insert_many), ray casts, nearest neighbours and the
 // parallel calls (through a job system that runs the parts in reverse on
-// this thread) are operations too.
+// this thread) are operations too, and so are static flags, filters and
+// overlap events (the oracle's static elements stay in its structure, the
+// kind's settle in the static layer at its cleanups: two paths, one answer).
 //
 //   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQG_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_ops
@@ -119,6 +121,17 @@ static bool on_pair(qg_handle a, qg_handle b, void *user)
     return true;
 }
 
+/// Overlap events: user is two hits, began's then ended's.
+static bool on_began(qg_handle a, qg_handle b, void *user)
+{
+    return on_pair(a, b, ((hits **)user)[0]);
+}
+
+static bool on_ended(qg_handle a, qg_handle b, void *user)
+{
+    return on_pair(a, b, ((hits **)user)[1]);
+}
+
 /// A job system on this thread that runs the items last to first.
 static void reverse_run(qg_task_fn *task, int32_t count, void *context, void *user)
 {
@@ -174,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const bool armed = arm_next;
         fail.fail_next = arm_next;
         arm_next = false;
-        uint32_t op = take(&r, 1) % 13;
+        uint32_t op = take(&r, 1) % 16;
         switch (op) {
         case 0:
         case 1: {
@@ -295,6 +308,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int32_t p = 1; p < parts; ++p)
                 a[0].sum += a[p].sum, a[0].count += a[p].count;
             if (a[0].sum != b.sum || a[0].count != b.count)
+                abort();
+            break;
+        }
+        case 13: { // a static flag, set or cleared
+            qg_handle h = (qg_handle)(take(&r, 2) % 512) - 4;
+            const bool on = take(&r, 1) & 1;
+            qg_status s = qg_set_static(index, h, on);
+            if (s == QG_ERR_NOMEM && armed)
+                break;
+            if (s != qg_set_static(oracle, h, on) || qg_is_static(index, h) != qg_is_static(oracle, h))
+                abort();
+            break;
+        }
+        case 14: { // a filter: one category bit of four, a mask of them or all
+            qg_handle h = (qg_handle)(take(&r, 2) % 512) - 4;
+            const uint32_t v = take(&r, 1);
+            const qg_filter f = {1u << (v & 3), (v >> 2 & 15) == 15 ? 0xFFFFFFFFu : (v >> 2 & 15)};
+            qg_status s = qg_set_filter(index, h, f);
+            if (s == QG_ERR_NOMEM && armed)
+                break;
+            if (s != qg_set_filter(oracle, h, f))
+                abort();
+            break;
+        }
+        case 15: { // overlap events: the same began and ended sets
+            hits ab = {0, 0}, ae = {0, 0}, bb = {0, 0}, be = {0, 0};
+            hits *ia[2] = {&ab, &ae}, *oa[2] = {&bb, &be};
+            qg_status s = qg_pair_events(index, on_began, on_ended, ia);
+            if (s == QG_ERR_NOMEM && armed) {
+                if (ab.count != 0 || ae.count != 0)
+                    abort(); // nothing reported on failure
+                break;
+            }
+            if (s != qg_pair_events(oracle, on_began, on_ended, oa) || ab.sum != bb.sum ||
+                ab.count != bb.count || ae.sum != be.sum || ae.count != be.count)
                 abort();
             break;
         }
