@@ -20,7 +20,7 @@
 // - Element nodes live in one free-listed array per row; a row without nodes
 //   gives its cells and nodes back at qg_cleanup (NULL row) and allocates them
 //   again on the next insert into it; a row with far more node slots than
-//   nodes is compacted and shrunk there (GR_SHRINK_SLACK), so memory_bytes
+//   nodes is compacted and shrunk there (GR_ROW_TARGET), so memory_bytes
 //   follows the occupancy and stays flat over a long run. qg_cleanup never
 //   allocates.
 // - The grid is a torus of power-of-two sides: a cell is (cx mod cols,

@@ -10,7 +10,7 @@
 //   and shrinks on its own. A row with no nodes gives its memory back at the
 //   next qg_cleanup: its cell array and node array become NULL, and the next
 //   insert into it allocates them again. A row holding far more node slots
-//   than nodes is compacted and shrunk by qg_cleanup (GR_SHRINK_SLACK), so
+//   than nodes is compacted and shrunk by qg_cleanup (GR_ROW_TARGET), so
 //   memory follows the rows' occupancy, not its high-water mark.
 // - A box covering more than GR_BOX_CELLS cells (64 x 64), the whole torus
 //   included, is kept once in the wide list instead of in its cells: every
@@ -92,25 +92,26 @@
 /// unit). A world smaller than one such cell (bounds [0, FLT_TRUE_MIN]^2)
 /// works as one cell.
 #define GR_MIN_CELL (4.0f / FLT_MAX)
-/// qg_cleanup gives back the node slots of a row holding more than
-/// live + live / 2^GR_SHRINK_SHIFT + GR_SHRINK_SLACK of them, compacting it
-/// to the size class (gr_node_class) of live + live / 2^(GR_SHRINK_SHIFT +
-/// 1) + GR_SHRINK_SLACK / 2; a full row grows by half (GR_GROW_DIV) to a
-/// size class. So a row's capacity follows its recent occupancy instead of
-/// its high-water mark (which crept up +17% over 3,000 frames of the soak
-/// at n = 10,000), and the rows' total stays within an eighth of the nodes
-/// plus a few slots a row. Measured on `quadgrid-bench soak --n 10000
-/// --frames 3000 --kind grid`: memory_bytes within 0.2% of the warm-up's,
-/// about one resize every two frames. (Shrinking above live / 2 + 16 only:
-/// memory_bytes passed the warm-up's by 1%. No size classes: 2.6 resizes a
-/// frame, and glibc's heap grew by more than the index holds.)
-#define GR_SHRINK_SHIFT 3
-#define GR_SHRINK_SLACK 16
-#define GR_GROW_DIV 2
-/// Node capacities are size classes: 8, 16, then 2^GR_CLASS_BITS classes
-/// a doubling (multiples of 2^(floor(log2 n) - GR_CLASS_BITS)), so the
-/// node arrays rows grow and shrink come in few sizes, which the allocator
-/// reuses, and a row's capacity has some slack on both sides.
+/// A row's node capacity follows its occupancy, not its high-water mark
+/// (which crept up +17% over 3,000 frames of the soak at n = 10,000):
+/// - a row that must grow takes the size class of GR_ROW_TARGET(needed),
+///   an eighth more than it needs plus 16 nodes; growing again before the
+///   next qg_cleanup (a build, many inserts into one row) it grows by half;
+/// - qg_cleanup compacts and shrinks a row holding more than
+///   GR_ROW_TARGET(live) + live / 8 + 16 slots to GR_ROW_TARGET(live);
+/// - capacities are size classes: 8, 16, then 2^GR_CLASS_BITS a doubling
+///   (multiples of 2^(floor(log2 n) - GR_CLASS_BITS)), so the arrays rows
+///   grow and shrink come in few sizes, which the allocator reuses.
+/// Measured with `quadgrid-bench soak --kind grid,multi_grid` (RSS with
+/// glibc's malloc): n = 10,000, 10,000 frames: memory_bytes after the
+/// warm-up at most its warm-up maximum, RSS +0.25%; n = 100,000, 1,000
+/// frames: memory_bytes +0.6%, RSS +1.2%, and the RSS still creeps (the
+/// heap's holes: +1.7% by frame 2,000, memory_bytes flat); about 0.4
+/// resizes a frame at both sizes. Shrinking to live + live/16 + 8 and
+/// growing by half resized ten times as often, and the RSS passed +1.7% at
+/// frame 250 of n = 100,000; a target of a quarter more made memory_bytes
+/// climb 4% over the first 300 frames.
+#define GR_ROW_TARGET(n) ((n) + ((n) >> 3) + 16)
 #define GR_CLASS_BITS 3
 
 typedef struct gr_ibox {
@@ -129,6 +130,9 @@ typedef struct gr_row {
     /// 1 when removals emptied the row: the next qg_cleanup gives its memory
     /// back. qg_clear keeps the memory for reuse, so it does not set it.
     int32_t emptied;
+    /// 1 when the row's node array grew since the last qg_cleanup: growing
+    /// again before it, it grows by half (gr_grown_capacity).
+    int32_t grown;
 } gr_row;
 
 typedef struct gr_level {
@@ -315,12 +319,17 @@ static inline int64_t gr_node_class(int64_t n)
     return (n + step - 1) & ~(step - 1);
 }
 
-/// The capacity a full row grows to when it needs `needed` nodes: half
-/// as much again, or what it needs, as a size class.
-static inline int64_t gr_grown_capacity(int32_t capacity, int64_t needed)
+/// The capacity a full row grows to when it needs `needed` nodes: the size
+/// class of GR_ROW_TARGET(needed), or of half as much again when the row
+/// already grew since the last qg_cleanup (`grown`).
+static inline int64_t gr_grown_capacity(const gr_row *r, int64_t needed)
 {
-    int64_t cap = (int64_t)capacity + capacity / GR_GROW_DIV;
-    return gr_node_class(cap < needed ? needed : cap);
+    int64_t cap = GR_ROW_TARGET(needed);
+    if (r->grown) {
+        const int64_t half = (int64_t)r->capacity + r->capacity / 2;
+        cap = cap < half ? half : cap;
+    }
+    return gr_node_class(cap);
 }
 
 static inline void gr_row_reset_undo(gr_row *r)
@@ -350,7 +359,7 @@ static inline qg_status gr_init(gr_grid *g, qg_alloc *alloc, const qg_config *c)
     if (g->rows == NULL)
         return QG_ERR_NOMEM;
     for (int32_t y = 0; y < g->nrows; ++y) {
-        g->rows[y] = (gr_row){NULL, NULL, 0, 0, -1, 0, -1, 0, 0};
+        g->rows[y] = (gr_row){NULL, NULL, 0, 0, -1, 0, -1, 0, 0, 0};
     }
     return QG_OK;
 }
@@ -408,19 +417,20 @@ static inline void gr_row_shrink(const gr_grid *g, qg_alloc *alloc, gr_row *r, i
 /// Deferred upkeep: every row that removals left without nodes gives its
 /// memory back (rows emptied by qg_clear keep theirs for the refill), and
 /// a row holding far more node slots than nodes gives the excess back
-/// (GR_SHRINK_SLACK). Never allocates.
+/// (GR_ROW_TARGET). Never allocates.
 static inline void gr_cleanup(gr_grid *g, qg_alloc *alloc)
 {
     for (int32_t y = 0; y < g->nrows; ++y) {
         gr_row *r = &g->rows[y];
+        r->grown = 0;
         if (r->emptied) {
             if (r->live == 0)
                 gr_row_release(alloc, g, r);
             r->emptied = 0;
         }
         const int64_t live = r->live;
-        if (live > 0 && r->capacity > live + (live >> GR_SHRINK_SHIFT) + GR_SHRINK_SLACK) {
-            const int64_t cap = gr_node_class(live + (live >> (GR_SHRINK_SHIFT + 1)) + GR_SHRINK_SLACK / 2);
+        if (live > 0 && r->capacity > GR_ROW_TARGET(live) + (live >> 3) + 16) {
+            const int64_t cap = gr_node_class(GR_ROW_TARGET(live));
             if (cap < r->capacity)
                 gr_row_shrink(g, alloc, r, (int32_t)cap);
         }
@@ -491,7 +501,7 @@ static inline bool gr_reserve(gr_grid *g, qg_alloc *alloc, gr_ibox nb, const gr_
         }
         const int64_t needed = (int64_t)r->live + need;
         if (needed > r->capacity) {
-            const int64_t cap = gr_grown_capacity(r->capacity, needed);
+            const int64_t cap = gr_grown_capacity(r, needed);
             void *p = cap > INT32_MAX ? NULL
                                       : qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
                                                       (size_t)cap * sizeof(qg_enode));
@@ -500,6 +510,7 @@ static inline bool gr_reserve(gr_grid *g, qg_alloc *alloc, gr_ibox nb, const gr_
                 return false;
             }
             r->undo_capacity = r->capacity;
+            r->grown = 1;
             r->nodes = p;
             r->capacity = (int32_t)cap;
         }
@@ -1128,7 +1139,7 @@ static inline bool gr_batch_reserve(gr_grid *g, qg_alloc *alloc, const int32_t *
         }
         const int64_t needed = (int64_t)r->live + delta[y];
         if (needed > r->capacity) {
-            const int64_t cap = gr_grown_capacity(r->capacity, needed);
+            const int64_t cap = gr_grown_capacity(r, needed);
             void *q = cap > INT32_MAX ? NULL
                                       : qg_mem_resize(alloc, r->nodes, (size_t)r->capacity * sizeof(qg_enode),
                                                       (size_t)cap * sizeof(qg_enode));
@@ -1137,6 +1148,7 @@ static inline bool gr_batch_reserve(gr_grid *g, qg_alloc *alloc, const int32_t *
                 break;
             }
             r->undo_capacity = r->capacity;
+            r->grown = 1;
             r->nodes = q;
             r->capacity = (int32_t)cap;
         }
@@ -1331,7 +1343,7 @@ static inline bool gr_validate(const gr_grid *g, const qg_index *index, size_t *
     size_t b = (size_t)g->nrows * sizeof(gr_row);
     for (int32_t y = 0; y < g->nrows; ++y) {
         const gr_row *r = &g->rows[y];
-        if (r->undo_capacity != -1 || r->undo_cells != 0 || (r->emptied & ~1) != 0)
+        if (r->undo_capacity != -1 || r->undo_cells != 0 || (r->emptied & ~1) != 0 || (r->grown & ~1) != 0)
             return false;
         if (r->high < 0 || r->high > r->capacity || r->live < 0 || r->live > r->high ||
             (r->capacity > 0) != (r->nodes != NULL))
