@@ -64,6 +64,22 @@ static int64_t sl_item_bucket(const qg_static_level *lv, qg_rect b)
     return sl_bucket(lv, sl_cell(b.min_x, lv->ox, lv->inv, lv->cols), sl_cell(b.min_y, lv->oy, lv->inv, lv->rows));
 }
 
+/// The min edge of cell c on an axis (the one expression both the build and
+/// the searches use).
+SL_INLINE double sl_edge(double o, double cell, int64_t c)
+{
+    return o + (double)c * cell;
+}
+
+/// The first cell from c0 (<= c1) whose items can reach v: a cell whose
+/// edge plus the level's span is below v holds only items that end before v.
+SL_INLINE int64_t sl_first(int64_t c0, int64_t c1, double o, double cell, double span, double v)
+{
+    while (c0 < c1 && sl_edge(o, cell, c0) + span < v)
+        ++c0;
+    return c0;
+}
+
 /* ---- build -------------------------------------------------------------- */
 
 typedef struct sl_builder {
@@ -177,6 +193,8 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
         lv->rows = sl_cell(hi_y, lo_y, lv->inv, SL_MAX_CELLS) + 1;
         // Rounded up, so an item's min corner is never judged out of reach.
         lv->reach = reach[l] * (1.0 + 0x1p-40) + DBL_MIN;
+        lv->span_x = 0.0;
+        lv->span_y = 0.0;
         lv->bcols = (lv->cols + SL_BLOCK - 1) >> SL_BLOCK_BITS;
         const int64_t brows = (lv->rows + SL_BLOCK - 1) >> SL_BLOCK_BITS;
         const double cells = (double)lv->bcols * (double)brows * (SL_BLOCK * SL_BLOCK);
@@ -206,8 +224,21 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
         int l = 0;
         for (double c = cell0; e > c && l < QG_STATIC_LEVELS - 1; c *= 4.0)
             l++;
-        const qg_static_level *lv = &layer->level[map[l]];
+        qg_static_level *lv = &layer->level[map[l]];
         start[lv->base + sl_item_bucket(lv, it.box) + 1]++;
+        const int64_t cx = sl_cell(it.box.min_x, lv->ox, lv->inv, lv->cols);
+        const int64_t cy = sl_cell(it.box.min_y, lv->oy, lv->inv, lv->rows);
+        lv->span_x = fmax(lv->span_x, (double)it.box.max_x - sl_edge(lv->ox, lv->cell, cx));
+        lv->span_y = fmax(lv->span_y, (double)it.box.max_y - sl_edge(lv->oy, lv->cell, cy));
+    }
+    // Padded far past the rounding of the edges' and the spans' arithmetic
+    // (each within 2^-52 of the magnitudes involved), so a skipped cell
+    // truly holds nothing that reaches.
+    for (int32_t l = 0; l < levels; ++l) {
+        qg_static_level *lv = &layer->level[l];
+        const double mag_x = fabs(lv->ox) + (double)lv->cols * lv->cell, mag_y = fabs(lv->oy) + (double)lv->rows * lv->cell;
+        lv->span_x += (mag_x + lv->span_x) * 0x1p-40 + DBL_MIN;
+        lv->span_y += (mag_y + lv->span_y) * 0x1p-40 + DBL_MIN;
     }
     for (int64_t g = 0; g < buckets; ++g)
         start[g + 1] += start[g];
@@ -264,10 +295,12 @@ typedef bool sl_visit_fn(const qg_static_item *item, void *ctx);
 SL_INLINE bool sl_level_search(const qg_static_layer *layer, const qg_static_level *lv, qg_rect area,
                                sl_visit_fn *visit, void *ctx, qg_query_stats *stats)
 {
-    const int64_t cx0 = sl_cell((double)area.min_x - lv->reach, lv->ox, lv->inv, lv->cols);
-    const int64_t cy0 = sl_cell((double)area.min_y - lv->reach, lv->oy, lv->inv, lv->rows);
     const int64_t cx1 = sl_cell(area.max_x, lv->ox, lv->inv, lv->cols);
     const int64_t cy1 = sl_cell(area.max_y, lv->oy, lv->inv, lv->rows);
+    const int64_t cx0 = sl_first(sl_cell((double)area.min_x - lv->reach, lv->ox, lv->inv, lv->cols), cx1, lv->ox,
+                                 lv->cell, lv->span_x, area.min_x);
+    const int64_t cy0 = sl_first(sl_cell((double)area.min_y - lv->reach, lv->oy, lv->inv, lv->rows), cy1, lv->oy,
+                                 lv->cell, lv->span_y, area.min_y);
     const int32_t *start = layer->start + lv->base;
     const qg_static_item *items = layer->items;
     if (lv->dense) {
@@ -395,7 +428,8 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
 {
     const int32_t *start = layer->start + lv->base;
     const qg_static_item *items = layer->items;
-    const double ox = lv->ox, oy = lv->oy, inv = lv->inv, reach = lv->reach;
+    const double ox = lv->ox, oy = lv->oy, inv = lv->inv, reach = lv->reach, cell = lv->cell;
+    const double span_x = lv->span_x, span_y = lv->span_y;
     const int64_t cols = lv->cols, rows = lv->rows, bcols = lv->bcols;
     int64_t cells = 0, tested = 0;
     for (int32_t i = 0; i < n; ++i) {
@@ -419,10 +453,10 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
         }
         const qg_handle h = dyn[i];
         const qg_rect b = boxes[h];
-        const int64_t cx0 = sl_cell((double)b.min_x - reach, ox, inv, cols);
-        const int64_t cy0 = sl_cell((double)b.min_y - reach, oy, inv, rows);
         const int64_t cx1 = sl_cell(b.max_x, ox, inv, cols);
         const int64_t cy1 = sl_cell(b.max_y, oy, inv, rows);
+        const int64_t cx0 = sl_first(sl_cell((double)b.min_x - reach, ox, inv, cols), cx1, ox, cell, span_x, b.min_x);
+        const int64_t cy0 = sl_first(sl_cell((double)b.min_y - reach, oy, inv, rows), cy1, oy, cell, span_y, b.min_y);
         cells += (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
         for (int64_t cy = cy0; cy <= cy1; ++cy) {
             for (int64_t lo = cx0; lo <= cx1;) {
@@ -532,6 +566,11 @@ bool qg_static_validate(const qg_static_layer *layer, size_t *bytes)
                 if (isnan(r.min_x))
                     continue;
                 if (!qg_box_valid(r) || sl_item_bucket(lv, r) != bk || sl_extent(r) > lv->reach)
+                    return false;
+                const int64_t cx = sl_cell(r.min_x, lv->ox, lv->inv, lv->cols);
+                const int64_t cy = sl_cell(r.min_y, lv->oy, lv->inv, lv->rows);
+                if ((double)r.max_x - sl_edge(lv->ox, lv->cell, cx) > lv->span_x ||
+                    (double)r.max_y - sl_edge(lv->oy, lv->cell, cy) > lv->span_y)
                     return false;
                 live++;
             }

@@ -35,6 +35,11 @@ typedef struct qg_static_level {
     double inv;     ///< 1 / cell
     double cell;
     double reach;   ///< largest item extent on this level (rounded up)
+    /// How far past its cell's min edge an item of this level reaches, per
+    /// axis (the largest, padded up): a search skips a first column or row
+    /// whose items all end before the area begins. For a tile map (items
+    /// exactly one cell) that is one column and one row fewer per lookup.
+    double span_x, span_y;
     int64_t cols, rows;
     int64_t table;  ///< buckets: whole 8x8 blocks of cells when dense, a power of two when hashed
     int64_t bcols;  ///< dense: blocks across

@@ -560,7 +560,19 @@ static void test_level(void **state)
         }
         qg_handle agents[200];
         for (int i = 0; i < 200; i++) {
-            const float x = tu_rng_range(&r, 0, 470), y = tu_rng_range(&r, 0, 470), s = tu_rng_range(&r, 1, 5);
+            float x = tu_rng_range(&r, 0, 470), y = tu_rng_range(&r, 0, 470);
+            const float s = tu_rng_range(&r, 1, 5);
+            // A quarter starts with its min corner on tiles' edges and a
+            // quarter with its max corner there (closed boxes: touching
+            // pairs), and moves by whole tiles, so the layer's search
+            // meets its boundary cases every frame.
+            if (i % 4 == 0) {
+                x = 16.0f * (float)tu_rng_below(&r, 29);
+                y = 16.0f * (float)tu_rng_below(&r, 29);
+            } else if (i % 4 == 1) {
+                x = 16.0f * (float)(1 + tu_rng_below(&r, 29)) - s;
+                y = 16.0f * (float)(1 + tu_rng_below(&r, 29)) - s;
+            }
             const qg_rect b = tu_rect(x, y, x + s, y + s);
             agents[i] = qg_insert(ix, b);
             model_add(m, agents[i], b);
@@ -568,7 +580,11 @@ static void test_level(void **state)
         for (int frame = 0; frame < (int)tu_scaled(30); frame++) {
             for (int i = 0; i < 200; i++) {
                 const qg_handle h = agents[i];
-                const float dx = tu_rng_range(&r, -3, 3), dy = tu_rng_range(&r, -3, 3);
+                float dx = tu_rng_range(&r, -3, 3), dy = tu_rng_range(&r, -3, 3);
+                if (i % 4 < 2) {
+                    dx = 16.0f * (float)((int)tu_rng_below(&r, 3) - 1);
+                    dy = 16.0f * (float)((int)tu_rng_below(&r, 3) - 1);
+                }
                 const qg_rect b = tu_rect(m->box[h].min_x + dx, m->box[h].min_y + dy, m->box[h].max_x + dx,
                                           m->box[h].max_y + dy);
                 assert_int_equal(qg_move(ix, h, b), QG_OK);
