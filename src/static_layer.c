@@ -105,6 +105,16 @@ static double sl_extent(qg_rect r)
     return w > h ? w : h;
 }
 
+/// The level of an item of extent e: the first whose cell (cell0 * 4^l)
+/// takes it, the top one for anything larger.
+static int sl_level_of(double cell0, double e)
+{
+    int l = 0;
+    for (double c = cell0; e > c && l < QG_STATIC_LEVELS - 1; c *= 4.0)
+        l++;
+    return l;
+}
+
 /// Smallest p with e <= 2^p (e > 0).
 static int sl_pow2_exponent(double e)
 {
@@ -163,9 +173,7 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
         if (isnan(it.box.min_x))
             continue;
         const double e = sl_extent(it.box);
-        int l = 0;
-        for (double c = cell0; e > c && l < QG_STATIC_LEVELS - 1; c *= 4.0)
-            l++;
+        const int l = sl_level_of(cell0, e);
         per_level[l]++;
         reach[l] = fmax(reach[l], e);
     }
@@ -220,10 +228,7 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
         const qg_static_item it = sl_source(&b, i);
         if (isnan(it.box.min_x))
             continue;
-        const double e = sl_extent(it.box);
-        int l = 0;
-        for (double c = cell0; e > c && l < QG_STATIC_LEVELS - 1; c *= 4.0)
-            l++;
+        const int l = sl_level_of(cell0, sl_extent(it.box));
         qg_static_level *lv = &layer->level[map[l]];
         start[lv->base + sl_item_bucket(lv, it.box) + 1]++;
         const int64_t cx = sl_cell(it.box.min_x, lv->ox, lv->inv, lv->cols);
@@ -246,10 +251,7 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
         const qg_static_item it = sl_source(&b, i);
         if (isnan(it.box.min_x))
             continue;
-        const double e = sl_extent(it.box);
-        int l = 0;
-        for (double c = cell0; e > c && l < QG_STATIC_LEVELS - 1; c *= 4.0)
-            l++;
+        const int l = sl_level_of(cell0, sl_extent(it.box));
         const qg_static_level *lv = &layer->level[map[l]];
         items[start[lv->base + sl_item_bucket(lv, it.box)]++] = it;
     }
