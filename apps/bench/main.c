@@ -1210,6 +1210,8 @@ static void usage(FILE *f) {
           "  --events             level: measure overlap events (qg_pair_events) instead of pairs\n"
           "                       (scenes: pairs are always compared; --verify adds queries)\n"
           "  --element-size S     typical width given to every index (default 5)\n"
+          "  --max-element-size S point grid's finest level bound (default 8; with\n"
+          "                       --element-size 0 too, every index untuned: its defaults)\n"
           "  --cell-size S --max-depth D --leaf-capacity C   quadgrid tuning (0 = default)\n"
           "  --list               list the kinds this build can run\n",
           f);
@@ -1797,6 +1799,8 @@ int main(int argc, char **argv) {
         else if (strcmp(arg, "--repeat") == 0) ok = val && parse_int(val, 1, &o.repeat);
         else if (strcmp(arg, "--element-size") == 0)
             ok = val && parse_float(val, &o.tune.element_size), have_tune = true;
+        else if (strcmp(arg, "--max-element-size") == 0)
+            ok = val && parse_float(val, &o.tune.max_element_size), have_tune = true;
         else if (strcmp(arg, "--cell-size") == 0)
             ok = val && parse_float(val, &o.tune.cell_size), have_tune = true;
         else if (strcmp(arg, "--max-depth") == 0)
@@ -1869,7 +1873,7 @@ int main(int argc, char **argv) {
     if (o.wl == W_SCENES) {
         if (have_tune) {
             note("scenes: each scene has its own configuration (docs/scenes.md); "
-                 "--element-size, --cell-size, --max-depth and --leaf-capacity do not apply");
+                 "--element-size, --max-element-size, --cell-size, --max-depth and --leaf-capacity do not apply");
             return 2;
         }
         if (have_queries || o.format == OUT_CSV) {
