@@ -409,17 +409,34 @@ static bool sl_join_visit_fn(const qg_static_item *item, void *ctx)
 
 
 /// How far ahead the dense join reads: the box of the element 3 * SL_AHEAD
-/// on, the bucket starts of the one 2 * SL_AHEAD on, the items of the one
-/// SL_AHEAD on. A lookup is three dependent loads (the moving element's box,
-/// by handle; its cells' bucket starts; their items); elements sorted by cell
-/// are still far apart in memory, so each load would wait on the cache.
+/// on, the cells and bucket starts of the one 2 * SL_AHEAD on, the items of
+/// the one SL_AHEAD on. A lookup is three dependent loads (the moving
+/// element's box, by handle; its cells' bucket starts; their items);
+/// elements sorted by cell are still far apart in memory, so each load
+/// would wait on the cache.
 #define SL_AHEAD 8
+/// The cell ranges computed at the second stage wait in a ring for the
+/// other two (a power of two above 2 * SL_AHEAD).
+#define SL_RING 32
 
-/// A dense level's run of items in row cy from column lo to column hi (one
-/// block).
-typedef struct sl_run {
-    int32_t begin, end;
-} sl_run;
+/// An element's cell range on a dense level (rows cy0..cy1, columns
+/// cx0..cx1), computed once per join.
+typedef struct sl_span {
+    int64_t cx0, cy0, cx1, cy1;
+} sl_span;
+
+/// The cells a dense level's search for box b reads.
+SL_INLINE sl_span sl_dense_span(const qg_static_level *lv, qg_rect b)
+{
+    sl_span r;
+    r.cx1 = sl_cell(b.max_x, lv->ox, lv->inv, lv->cols);
+    r.cy1 = sl_cell(b.max_y, lv->oy, lv->inv, lv->rows);
+    r.cx0 = sl_first(sl_cell((double)b.min_x - lv->reach, lv->ox, lv->inv, lv->cols), r.cx1, lv->ox, lv->cell,
+                     lv->span_x, b.min_x);
+    r.cy0 = sl_first(sl_cell((double)b.min_y - lv->reach, lv->oy, lv->inv, lv->rows), r.cy1, lv->oy, lv->cell,
+                     lv->span_y, b.min_y);
+    return r;
+}
 
 /// The join against one dense level, the common case (a tile map): per
 /// element, per row it reaches, per block, one run of items. Written out
@@ -430,42 +447,39 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
 {
     const int32_t *start = layer->start + lv->base;
     const qg_static_item *items = layer->items;
-    const double ox = lv->ox, oy = lv->oy, inv = lv->inv, reach = lv->reach, cell = lv->cell;
-    const double span_x = lv->span_x, span_y = lv->span_y;
-    const int64_t cols = lv->cols, rows = lv->rows, bcols = lv->bcols;
+    const int64_t bcols = lv->bcols;
     int64_t cells = 0, tested = 0;
+    sl_span ring[SL_RING];
+    // The ring's first entries: the elements the loop's second stage would
+    // have reached before the loop begins.
+    for (int32_t i = 0; i < n && i < 2 * SL_AHEAD; ++i)
+        ring[i & (SL_RING - 1)] = sl_dense_span(lv, boxes[dyn[i]]);
     for (int32_t i = 0; i < n; ++i) {
         if (i + 3 * SL_AHEAD < n)
             SL_PREFETCH(&boxes[dyn[i + 3 * SL_AHEAD]]);
         if (i + 2 * SL_AHEAD < n) {
-            const qg_rect p = boxes[dyn[i + 2 * SL_AHEAD]];
-            const int64_t px = sl_cell((double)p.min_x - reach, ox, inv, cols);
-            const int64_t py = sl_cell((double)p.min_y - reach, oy, inv, rows);
-            SL_PREFETCH(&start[sl_dense_bucket(bcols, px, py)]);
-            if (py + 1 < rows)
-                SL_PREFETCH(&start[sl_dense_bucket(bcols, px, py + 1)]);
+            const sl_span p = sl_dense_span(lv, boxes[dyn[i + 2 * SL_AHEAD]]);
+            ring[(i + 2 * SL_AHEAD) & (SL_RING - 1)] = p;
+            SL_PREFETCH(&start[sl_dense_bucket(bcols, p.cx0, p.cy0)]);
+            if (p.cy1 > p.cy0)
+                SL_PREFETCH(&start[sl_dense_bucket(bcols, p.cx0, p.cy1)]);
         }
         if (i + SL_AHEAD < n) {
-            const qg_rect p = boxes[dyn[i + SL_AHEAD]];
-            const int64_t px = sl_cell((double)p.min_x - reach, ox, inv, cols);
-            const int64_t py = sl_cell((double)p.min_y - reach, oy, inv, rows);
-            SL_PREFETCH(&items[start[sl_dense_bucket(bcols, px, py)]]);
-            if (py + 1 < rows)
-                SL_PREFETCH(&items[start[sl_dense_bucket(bcols, px, py + 1)]]);
+            const sl_span p = ring[(i + SL_AHEAD) & (SL_RING - 1)];
+            SL_PREFETCH(&items[start[sl_dense_bucket(bcols, p.cx0, p.cy0)]]);
+            if (p.cy1 > p.cy0)
+                SL_PREFETCH(&items[start[sl_dense_bucket(bcols, p.cx0, p.cy1)]]);
         }
         const qg_handle h = dyn[i];
         const qg_rect b = boxes[h];
-        const int64_t cx1 = sl_cell(b.max_x, ox, inv, cols);
-        const int64_t cy1 = sl_cell(b.max_y, oy, inv, rows);
-        const int64_t cx0 = sl_first(sl_cell((double)b.min_x - reach, ox, inv, cols), cx1, ox, cell, span_x, b.min_x);
-        const int64_t cy0 = sl_first(sl_cell((double)b.min_y - reach, oy, inv, rows), cy1, oy, cell, span_y, b.min_y);
-        cells += (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
-        for (int64_t cy = cy0; cy <= cy1; ++cy) {
-            for (int64_t lo = cx0; lo <= cx1;) {
-                const int64_t hi = (lo | (SL_BLOCK - 1)) < cx1 ? (lo | (SL_BLOCK - 1)) : cx1;
-                const sl_run run = {start[sl_dense_bucket(bcols, lo, cy)], start[sl_dense_bucket(bcols, hi, cy) + 1]};
-                lo = hi + 1;
-                for (int32_t k = run.begin; k < run.end; ++k) {
+        const sl_span sp = ring[i & (SL_RING - 1)];
+        cells += (sp.cx1 - sp.cx0 + 1) * (sp.cy1 - sp.cy0 + 1);
+        for (int64_t cy = sp.cy0; cy <= sp.cy1; ++cy) {
+            for (int64_t lo = sp.cx0; lo <= sp.cx1;) {
+                // One run per block the row crosses.
+                const int64_t hi = (lo | (SL_BLOCK - 1)) < sp.cx1 ? (lo | (SL_BLOCK - 1)) : sp.cx1;
+                const int32_t end = start[sl_dense_bucket(bcols, hi, cy) + 1];
+                for (int32_t k = start[sl_dense_bucket(bcols, lo, cy)]; k < end; ++k) {
                     const qg_static_item *it = &items[k];
                     tested++;
                     if (!qg_overlaps(it->box, b))
@@ -481,6 +495,7 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
                         return false;
                     }
                 }
+                lo = hi + 1;
             }
         }
     }
