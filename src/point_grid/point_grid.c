@@ -685,7 +685,7 @@ static void point_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 /// True when the element at slot s of cell (cx, cy) of level k is live,
 /// listed there (its level, its point in the cell's margins, its home bits
 /// naming the cell, its offsets exact while fresh) and at no earlier slot of
-/// the cell.
+/// the cell (that it is listed once is the caller's sum check).
 static bool pg_listed_valid(const point_grid *g, int32_t k, qg_handle h, int32_t s, int32_t cx, int32_t cy)
 {
     const qg_index *index = &g->base;
@@ -701,15 +701,23 @@ static bool pg_listed_valid(const point_grid *g, int32_t k, qg_handle h, int32_t
     if (L->fresh && (L->sq[s] != pg_offsets(p, cx, cy) ||
                      L->order[s] >> 24 != pg_size(L, p, pg_point_of(L, index->boxes[h].max_x, index->boxes[h].max_y))))
         return false;
-    for (int32_t e = L->start[cy * L->cols + cx]; e < s; ++e) {
-        if (pg_order(L, e) == h)
-            return false;
-    }
+    (void)s;
     return true;
 }
 
+/// A handle's term in the sums qg_validate compares (splitmix64's
+/// finaliser): the entries of a level sum to its live handles' sum.
+static uint64_t pg_handle_term(qg_handle h)
+{
+    uint64_t z = (uint64_t)h + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /// Checks one level; adds its elements to *elements and its bytes to *bytes.
-static qg_status pg_validate_level(const point_grid *g, int32_t k, int64_t *elements, size_t *bytes)
+static qg_status pg_validate_level(const point_grid *g, int32_t k, uint64_t want_sum, int64_t *elements,
+                                   size_t *bytes)
 {
     const qg_index *index = &g->base;
     const pg_level *L = &g->level[k];
@@ -729,6 +737,7 @@ static qg_status pg_validate_level(const point_grid *g, int32_t k, int64_t *elem
     // The snapshot: every slot of every cell a tombstone or an element
     // listed there, once.
     int64_t listed = 0, tombs = 0;
+    uint64_t sum = 0;
     for (int32_t cy = 0; cy < L->rows; ++cy) {
         for (int32_t cx = 0; cx < L->cols; ++cx) {
             const int32_t c = cy * L->cols + cx;
@@ -742,6 +751,7 @@ static qg_status pg_validate_level(const point_grid *g, int32_t k, int64_t *elem
                 }
                 if (!pg_listed_valid(g, k, h, s, cx, cy))
                     return QG_ERR_INVALID;
+                sum += pg_handle_term(h);
                 listed++;
             }
         }
@@ -758,30 +768,32 @@ static qg_status pg_validate_level(const point_grid *g, int32_t k, int64_t *elem
             pg_level_of(g, index->boxes[h]) != k)
             return QG_ERR_INVALID;
         tail++;
+        sum += pg_handle_term(h);
         const pg_point p = pg_box_point(L, index->boxes[h]);
         if (L->order[L->listed + t] >> 24 != pg_tail_col(p))
             return QG_ERR_INVALID;
-        const int32_t row = p.y >> PG_QBITS;
-        int32_t steps = 0;
-        uint32_t u = L->tail_head[row];
-        while (u != PG_TAIL_END && (int32_t)u != t) {
-            if ((int32_t)u >= L->tail || ++steps > L->tail)
-                return QG_ERR_INVALID;
-            u = L->sq[L->listed + (int32_t)u];
-        }
-        if (u == PG_TAIL_END)
-            return QG_ERR_INVALID;
     }
-    // The lists hold exactly the live tail slots (a tombstone is unlinked).
+    // The lists hold exactly the live tail slots, each in its point's row's
+    // list: every linked slot is live and in the row it is linked in, the
+    // walk stops past as many links as there are live slots (a cycle, or
+    // two lists joined, would pass that), and the links count the live
+    // slots. One walk, so a crowded row costs no more than a sparse one.
     int64_t linked = 0;
     for (int32_t r = 0; r < L->rows; ++r) {
         for (uint32_t u = L->tail_head[r]; u != PG_TAIL_END; ++linked) {
-            if ((int32_t)u >= L->tail || linked > L->tail || pg_order(L, L->listed + (int32_t)u) < 0)
+            if ((int32_t)u >= L->tail || linked >= tail)
+                return QG_ERR_INVALID;
+            const qg_handle h = pg_order(L, L->listed + (int32_t)u);
+            if (h < 0 || (pg_box_point(L, index->boxes[h]).y >> PG_QBITS) != r)
                 return QG_ERR_INVALID;
             u = L->sq[L->listed + (int32_t)u];
         }
     }
-    if (listed + tail != L->count || linked != tail || tombs != L->tombstones)
+    // Listed once: the entries' terms sum to the level's live handles'
+    // (every entry is a live handle of this level, checked above, and as
+    // many entries as handles; a handle twice and another missing would
+    // need two 64-bit mixes to cancel).
+    if (listed + tail != L->count || linked != tail || tombs != L->tombstones || sum != want_sum)
         return QG_ERR_INVALID;
     *elements += L->count;
     return QG_OK;
@@ -792,14 +804,23 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
     const point_grid *g = (const point_grid *)index;
     if (index->box_high > 0 && g->hb_capacity < index->box_high)
         return QG_ERR_INVALID;
-    // A free handle belongs to no level (a rebuild finds levels by hb).
+    // A free handle belongs to no level (a rebuild finds levels by hb);
+    // each level's live handles' terms, for its listed-once check.
+    uint64_t want[PG_LEVELS] = {0};
     for (int32_t h = 0; h < index->box_high; ++h) {
-        if (!qg_slot_live(index, h) && (g->hb[h] & PG_HB_LEVEL) != PG_HB_NONE)
+        const uint32_t level = g->hb[h] & PG_HB_LEVEL;
+        if (!qg_slot_live(index, h)) {
+            if (level != PG_HB_NONE)
+                return QG_ERR_INVALID;
+            continue;
+        }
+        if (level == PG_HB_NONE)
             return QG_ERR_INVALID;
+        want[pg_level_bits(level)] += pg_handle_term(h);
     }
     int64_t elements = 0;
     for (int32_t k = 0; k < PG_LEVELS; ++k) {
-        const qg_status s = pg_validate_level(g, k, &elements, bytes);
+        const qg_status s = pg_validate_level(g, k, want[k], &elements, bytes);
         if (s != QG_OK)
             return s;
     }
