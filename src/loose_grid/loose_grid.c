@@ -588,14 +588,14 @@ static void loose_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
     }
 }
 
-/// True when item slot k is in loose cell i's list.
-static bool lg_listed(const loose_grid *g, int32_t i, int32_t k, int64_t bound)
+/// A handle's term in the sum qg_validate compares (splitmix64's
+/// finaliser): the live items' handles sum to the live elements'.
+static uint64_t lg_handle_term(qg_handle h)
 {
-    for (int32_t j = g->loose[i].head; j >= 0 && bound-- > 0; j = g->next[j]) {
-        if (j == k)
-            return true;
-    }
-    return false;
+    uint64_t z = (uint64_t)h + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
 }
 
 static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
@@ -616,23 +616,28 @@ static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
         if (g->start[i] > g->start[i + 1] || g->count[i] != 0)
             return QG_ERR_INVALID;
     }
-    // Items: every live one names a live element whose `cell` is a list that
-    // holds it.
+    // Items: every live one names a live element, each element once (the
+    // items' handle terms sum to the live elements'; a handle twice and
+    // another missing would need two 64-bit mixes to cancel). That each is
+    // in the list its `cell` names is the list walk's check below: the
+    // lists hold live items only, none twice (a cycle or two joined lists
+    // fail the length or the cell test), as many as there are live items.
     int64_t live = 0, holes_after = 0;
+    uint64_t sum = 0, want = 0;
     for (int32_t k = 0; k < g->item_high; ++k) {
         const qg_handle h = g->items[k].h;
         if (h < 0) {
             holes_after += k >= g->packed;
             continue;
         }
-        if (!qg_slot_live(index, h))
+        if (!qg_slot_live(index, h) || (int32_t)(g->cell[h] & LG_CELL_MASK) >= nl)
             return QG_ERR_INVALID;
-        const int32_t i = (int32_t)(g->cell[h] & LG_CELL_MASK);
-        if (i >= nl || !lg_listed(g, i, k, index->count))
-            return QG_ERR_INVALID;
+        sum += lg_handle_term(h);
         live++;
     }
-    if (live != index->count)
+    for (qg_handle h = 0; h < index->box_high; ++h)
+        want += qg_slot_live(index, h) ? lg_handle_term(h) : 0;
+    if (live != index->count || sum != want)
         return QG_ERR_INVALID;
     int64_t free_items = 0;
     for (int32_t k = g->free_item; k >= 0; k = g->next[k]) {
