@@ -330,9 +330,14 @@ static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h,
         return QG_OK;
     }
     // Remove then re-add, as the text's usage does. A merge on the way out
-    // can make the re-add split down to max depth from anywhere.
-    if (!bq_reserve_blocks(bq, txn, bq->max_depth))
-        return QG_ERR_NOMEM;
+    // can make the re-add split down to max depth from anywhere: blocks for
+    // that are reserved, and when memory is refused the move goes on with
+    // the blocks held (bq_place splits only into those, as a re-fit does; a
+    // leaf left over capacity splits at a later insert). So a move never
+    // fails, and a failed batch's undo (qg_move_many moves this kind one
+    // element at a time, and moves them back) always can: the undo of a
+    // move that split may want blocks the batch's later moves took.
+    (void)bq_reserve_blocks(bq, txn, bq->max_depth);
     bq_take_out(bq, h);
     index->boxes[h] = box;
     bq_place(bq, h, nb);

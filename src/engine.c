@@ -178,6 +178,7 @@ void qg_engine_remove(qg_index *index, qg_handle h)
         e->filters[h] = default_filter;
         e->nondefault--;
     }
+    e->reborn += e->events && !(e->flags[h] & QG_F_REBORN);
     e->flags[h] = e->events ? QG_F_REBORN : 0;
 }
 
@@ -422,6 +423,7 @@ void qg_engine_clear(qg_index *index)
 {
     qg_engine *e = index->engine;
     memset(e->flags, 0, (size_t)e->flags_cap);
+    e->reborn = 0;
     for (int32_t i = 0; i < e->filters_cap; ++i)
         e->filters[i] = default_filter;
     e->nondefault = 0;
@@ -534,8 +536,16 @@ qg_status qg_pair_events(qg_index *index, qg_pair_fn *began, qg_pair_fn *ended, 
         return QG_ERR_NOMEM;
     collect_ctx c = {&index->alloc, NULL, 0, 0, false};
     qg_query_stats stats = {0, 0};
-    if (qg_live_count(index) > 1)
-        qg_engine_pairs_part(index, 0, 1, collect_pair, &c, &stats);
+    if (qg_live_count(index) > 1) {
+        // Room for about the last call's pairs up front: frame to frame the
+        // set changes little, so the collection rarely grows.
+        const int64_t cap = (int64_t)e->prev_count + e->prev_count / 8 + 1024;
+        c.keys = cap <= INT32_MAX ? qg_mem_alloc(&index->alloc, (size_t)cap * sizeof(uint64_t)) : NULL;
+        c.cap = c.keys != NULL ? (int32_t)cap : 0;
+        c.failed = c.keys == NULL;
+        if (!c.failed)
+            qg_engine_pairs_part(index, 0, 1, collect_pair, &c, &stats);
+    }
     uint64_t *scratch = NULL;
     if (!c.failed && c.n > 1) {
         scratch = qg_mem_alloc(&index->alloc, (size_t)c.n * sizeof(uint64_t));
@@ -573,8 +583,9 @@ qg_status qg_pair_events(qg_index *index, qg_pair_fn *began, qg_pair_fn *ended, 
     e->prev = c.keys;
     e->prev_cap = c.cap;
     e->prev_count = c.n;
-    for (int32_t h = 0; h < e->flags_cap; ++h)
+    for (int32_t h = 0; e->reborn > 0 && h < e->flags_cap; ++h)
         e->flags[h] &= (uint8_t)~QG_F_REBORN;
+    e->reborn = 0;
     e->cleared = false;
     e->events = true;
     return QG_OK;

@@ -54,6 +54,7 @@ typedef struct qg_engine {
 
     uint64_t *prev; ///< the pairs at the last qg_pair_events, sorted (a << 32 | b)
     int32_t prev_count, prev_cap;
+    int32_t reborn; ///< handles marked QG_F_REBORN (the next qg_pair_events clears them)
     bool events;  ///< qg_pair_events was called
     bool cleared; ///< qg_clear since the last qg_pair_events
 } qg_engine;
