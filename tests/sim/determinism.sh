@@ -8,8 +8,8 @@
 . "$(dirname "$0")/common.sh"
 kinds=$("$SIM" --list-kinds | awk '$3 == "built" { print $2 }')
 echo "$kinds" | grep -qx brute_force || skip "brute_force is not built"
-check() { # label, agents, frames, extra options
-    label=$1 agents=$2 frames=$3
+check() { # label, agents, frames (times QG_TEST_SCALE, at least 30), extra options
+    label=$1 agents=$2 frames=$(scaled "$3" 30)
     shift 3
     "$SIM" --kind brute_force --agents "$agents" --frames "$frames" --hash-log "$TMP/ref.log" \
         --quiet "$@" --threads 1

@@ -23,16 +23,17 @@ walls=$(field walls) bounces=$(field wall_bounces)
 grep -q '"level":false,"walls":0,"wall_bounces":0' "$TMP/plain.json" || fail "plain run: $(cat "$TMP/plain.json")"
 # Determinism: every kind, every frame, bit for bit the brute-force frames.
 kinds=$("$SIM" --list-kinds | awk '$3 == "built" { print $2 }')
-"$SIM" --level --kind brute_force --agents 1500 --frames 150 --threads 1 --hash-log "$TMP/ref.log" --quiet
-[ "$(wc -l < "$TMP/ref.log")" -eq 150 ] || fail "hash log has not 150 lines"
+lf=$(scaled 150 30)
+"$SIM" --level --kind brute_force --agents 1500 --frames "$lf" --threads 1 --hash-log "$TMP/ref.log" --quiet
+[ "$(wc -l < "$TMP/ref.log")" -eq "$lf" ] || fail "hash log has not $lf lines"
 for k in $kinds; do
     [ "$k" != brute_force ] || continue
-    "$SIM" --level --kind "$k" --agents 1500 --frames 150 --threads 2 --hash-log "$TMP/$k.log" --quiet
+    "$SIM" --level --kind "$k" --agents 1500 --frames "$lf" --threads 2 --hash-log "$TMP/$k.log" --quiet
     if ! cmp -s "$TMP/ref.log" "$TMP/$k.log"; then
         diff "$TMP/ref.log" "$TMP/$k.log" | head -5
         fail "level: $k differs from brute_force"
     fi
-    echo "level: $k == brute_force over 150 frames of 1500 agents"
+    echo "level: $k == brute_force over $lf frames of 1500 agents"
 done
 # A short video of the level, when ffmpeg is there.
 if command -v ffmpeg > /dev/null 2>&1 && command -v ffprobe > /dev/null 2>&1; then
