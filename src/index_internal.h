@@ -167,6 +167,18 @@ static inline bool qg_box_valid(qg_rect b)
     return (z == 0.0f) & (b.min_x <= b.max_x) & (b.min_y <= b.max_y);
 }
 
+/// A handle's term in the sums a kind's qg_validate compares to prove each
+/// element listed once without memory (splitmix64's finaliser): the listed
+/// entries' terms sum to the live handles', and a handle twice with another
+/// missing would need two 64-bit mixes to cancel.
+static inline uint64_t qg_handle_term(qg_handle h)
+{
+    uint64_t z = (uint64_t)h + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /// The closed-box overlap test every kind and the oracle share.
 /// Bitwise & rather than &&: one well-predicted branch instead of four
 /// unpredictable ones in the pair loops.

@@ -588,16 +588,6 @@ static void loose_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
     }
 }
 
-/// A handle's term in the sum qg_validate compares (splitmix64's
-/// finaliser): the live items' handles sum to the live elements'.
-static uint64_t lg_handle_term(qg_handle h)
-{
-    uint64_t z = (uint64_t)h + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
 {
     const loose_grid *g = (const loose_grid *)index;
@@ -632,11 +622,11 @@ static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
         }
         if (!qg_slot_live(index, h) || (int32_t)(g->cell[h] & LG_CELL_MASK) >= nl)
             return QG_ERR_INVALID;
-        sum += lg_handle_term(h);
+        sum += qg_handle_term(h);
         live++;
     }
     for (qg_handle h = 0; h < index->box_high; ++h)
-        want += qg_slot_live(index, h) ? lg_handle_term(h) : 0;
+        want += qg_slot_live(index, h) ? qg_handle_term(h) : 0;
     if (live != index->count || sum != want)
         return QG_ERR_INVALID;
     int64_t free_items = 0;

@@ -684,8 +684,8 @@ static void point_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 
 /// True when the element at slot s of cell (cx, cy) of level k is live,
 /// listed there (its level, its point in the cell's margins, its home bits
-/// naming the cell, its offsets exact while fresh) and at no earlier slot of
-/// the cell (that it is listed once is the caller's sum check).
+/// naming the cell, its offsets exact while fresh). That it is listed once
+/// is the caller's check (qg_handle_term sums).
 static bool pg_listed_valid(const point_grid *g, int32_t k, qg_handle h, int32_t s, int32_t cx, int32_t cy)
 {
     const qg_index *index = &g->base;
@@ -701,18 +701,7 @@ static bool pg_listed_valid(const point_grid *g, int32_t k, qg_handle h, int32_t
     if (L->fresh && (L->sq[s] != pg_offsets(p, cx, cy) ||
                      L->order[s] >> 24 != pg_size(L, p, pg_point_of(L, index->boxes[h].max_x, index->boxes[h].max_y))))
         return false;
-    (void)s;
     return true;
-}
-
-/// A handle's term in the sums qg_validate compares (splitmix64's
-/// finaliser): the entries of a level sum to its live handles' sum.
-static uint64_t pg_handle_term(qg_handle h)
-{
-    uint64_t z = (uint64_t)h + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
 }
 
 /// Checks one level; adds its elements to *elements and its bytes to *bytes.
@@ -751,7 +740,7 @@ static qg_status pg_validate_level(const point_grid *g, int32_t k, uint64_t want
                 }
                 if (!pg_listed_valid(g, k, h, s, cx, cy))
                     return QG_ERR_INVALID;
-                sum += pg_handle_term(h);
+                sum += qg_handle_term(h);
                 listed++;
             }
         }
@@ -768,7 +757,7 @@ static qg_status pg_validate_level(const point_grid *g, int32_t k, uint64_t want
             pg_level_of(g, index->boxes[h]) != k)
             return QG_ERR_INVALID;
         tail++;
-        sum += pg_handle_term(h);
+        sum += qg_handle_term(h);
         const pg_point p = pg_box_point(L, index->boxes[h]);
         if (L->order[L->listed + t] >> 24 != pg_tail_col(p))
             return QG_ERR_INVALID;
@@ -816,7 +805,7 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
         }
         if (level == PG_HB_NONE)
             return QG_ERR_INVALID;
-        want[pg_level_bits(level)] += pg_handle_term(h);
+        want[pg_level_bits(level)] += qg_handle_term(h);
     }
     int64_t elements = 0;
     for (int32_t k = 0; k < PG_LEVELS; ++k) {
