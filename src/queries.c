@@ -15,6 +15,7 @@
 // as a max-heap keyed by (distance2, handle), distances recomputed from the
 // base's boxes, so the call never allocates.
 #include "engine.h"
+#include "query_util.h"
 
 /// The generic forms' query: the kind's elements, then the static layer's.
 static void query_all(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)
@@ -33,37 +34,8 @@ static bool has_layer(const qg_index *index)
 
 bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t)
 {
-    float t0 = 0.0f, t1 = max_t;
-    if (dx == 0.0f) {
-        if (ox < box.min_x || ox > box.max_x)
-            return false;
-    } else {
-        const float inv = 1.0f / dx;
-        float ta = (box.min_x - ox) * inv, tb = (box.max_x - ox) * inv;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        // Comparisons, not fmaxf: a NaN parameter leaves the range as it is.
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-    }
-    if (dy == 0.0f) {
-        if (oy < box.min_y || oy > box.max_y)
-            return false;
-    } else {
-        const float inv = 1.0f / dy;
-        float ta = (box.min_y - oy) * inv, tb = (box.max_y - oy) * inv;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-    }
-    if (!(t0 <= t1))
+    float t0;
+    if (!qg_ray_box_fast(box, ox, oy, dx, dy, max_t, &t0))
         return false;
     if (t != NULL)
         *t = t0;
@@ -72,15 +44,7 @@ bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t
 
 float qg_point_box_distance2(qg_rect box, float x, float y)
 {
-    float ex = box.min_x - x, ey = box.min_y - y;
-    const float fx = x - box.max_x, fy = y - box.max_y;
-    ex = fx > ex ? fx : ex;
-    ey = fy > ey ? fy : ey;
-    ex = ex > 0.0f ? ex : 0.0f;
-    ey = ey > 0.0f ? ey : 0.0f;
-    // Two statements: a product and a sum the compiler may not fuse.
-    const float xx = ex * ex, yy = ey * ey;
-    return xx + yy;
+    return qg_point_box_d2_fast(box, x, y);
 }
 
 /* ---- ray casts ---------------------------------------------------------- */
@@ -101,7 +65,7 @@ static bool ray_candidate(qg_handle h, void *user)
     float t;
     if (r->stop)
         return false; // the static layer's share after a stop
-    if (!qg_ray_box(qg_element_box(r->index, h), r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
+    if (!qg_ray_box_fast(qg_element_box(r->index, h), r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
         return true;
     if (t < r->lo || (t >= r->hi && !r->last))
         return true; // another piece reports it
@@ -202,80 +166,100 @@ qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float 
 
 /* ---- nearest ------------------------------------------------------------ */
 
-typedef struct near_ctx {
-    const qg_index *index;
-    float x, y, max_d2;
-    qg_handle *heap; ///< max-heap by (distance2, handle): the worst on top
-    int32_t n, k;
-    int32_t seen;    ///< elements the query reported
-} near_ctx;
-
-static inline bool near_before(float da, qg_handle a, float db, qg_handle b)
+/// Puts (h, d) at slot i of a heap of c->n and sifts it down: the
+/// replace-the-top step of both the offer and the final sort.
+static void near_sift_down(qg_near *c, int32_t i, qg_handle h, float d)
 {
-    return da < db || (da == db && a < b);
-}
-
-static inline float near_d2(const near_ctx *c, qg_handle h)
-{
-    return qg_point_box_distance2(qg_element_box(c->index, h), c->x, c->y);
-}
-
-static void near_sift_down(near_ctx *c, int32_t i)
-{
+    const bool cached = c->k <= QG_NEAR_CACHE;
     for (;;) {
-        int32_t l = 2 * i + 1, m = i;
-        if (l < c->n && near_before(near_d2(c, c->heap[m]), c->heap[m], near_d2(c, c->heap[l]), c->heap[l]))
-            m = l;
-        if (l + 1 < c->n &&
-            near_before(near_d2(c, c->heap[m]), c->heap[m], near_d2(c, c->heap[l + 1]), c->heap[l + 1]))
+        const int32_t l = 2 * i + 1;
+        if (l >= c->n)
+            break;
+        int32_t m = l;
+        if (l + 1 < c->n && qg_near_before(qg_near_dist(c, l), c->heap[l], qg_near_dist(c, l + 1), c->heap[l + 1]))
             m = l + 1;
-        if (m == i)
-            return;
-        const qg_handle t = c->heap[i];
+        if (!qg_near_before(d, h, qg_near_dist(c, m), c->heap[m]))
+            break;
         c->heap[i] = c->heap[m];
-        c->heap[m] = t;
+        if (cached)
+            c->d2[i] = c->d2[m];
         i = m;
     }
+    c->heap[i] = h;
+    if (cached)
+        c->d2[i] = d;
 }
+
+void qg_near_push(qg_near *c, qg_handle h, float d)
+{
+    for (int32_t i = 0; i < c->n; ++i) // offered twice (a kind listing it in two cells)
+        if (c->heap[i] == h)
+            return;
+    if (c->n == c->k) {
+        near_sift_down(c, 0, h, d);
+        return;
+    }
+    const bool cached = c->k <= QG_NEAR_CACHE;
+    int32_t i = c->n++;
+    while (i > 0) {
+        const int32_t p = (i - 1) / 2;
+        if (!qg_near_before(qg_near_dist(c, p), c->heap[p], d, h))
+            break;
+        c->heap[i] = c->heap[p];
+        if (cached)
+            c->d2[i] = c->d2[p];
+        i = p;
+    }
+    c->heap[i] = h;
+    if (cached)
+        c->d2[i] = d;
+}
+
+int32_t qg_near_finish(qg_near *c)
+{
+    // Heap sort in place: the worst held goes to the end, one at a time.
+    const int32_t found = c->n;
+    while (c->n > 1) {
+        const int32_t last = c->n - 1;
+        const qg_handle top = c->heap[0], h = c->heap[last];
+        const float td = qg_near_dist(c, 0), d = qg_near_dist(c, last);
+        c->n = last;
+        near_sift_down(c, 0, h, d);
+        c->heap[last] = top;
+        if (c->k <= QG_NEAR_CACHE)
+            c->d2[last] = td;
+    }
+    c->n = found;
+    return found;
+}
+
+typedef struct near_query {
+    qg_near *near;
+    int32_t seen; ///< elements the query reported
+} near_query;
 
 static bool near_candidate(qg_handle h, void *user)
 {
-    near_ctx *c = user;
-    c->seen++;
-    const float d = near_d2(c, h);
-    if (!(d <= c->max_d2))
-        return true;
-    if (c->n < c->k) {
-        int32_t i = c->n++;
-        c->heap[i] = h;
-        while (i > 0) {
-            const int32_t p = (i - 1) / 2;
-            if (!near_before(near_d2(c, c->heap[p]), c->heap[p], d, h))
-                break;
-            c->heap[i] = c->heap[p];
-            c->heap[p] = h;
-            i = p;
-        }
-    } else if (near_before(d, h, near_d2(c, c->heap[0]), c->heap[0])) {
-        c->heap[0] = h;
-        near_sift_down(c, 0);
-    }
+    near_query *q = user;
+    q->seen++;
+    qg_near_offer(q->near, h, qg_point_box_d2_fast(qg_element_box(q->near->index, h), q->near->x, q->near->y));
     return true;
 }
 
 static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t k, float max_d2, qg_handle *handles)
 {
-    near_ctx c = {index, x, y, max_d2, handles, 0, k, 0};
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_d2, handles);
     float r = index->config.element_size > 0.0f ? 2.0f * index->config.element_size
                                                  : qg_rect_extent(index->config.bounds) / 64.0f;
     if (!(r > 0.0f))
         r = 1.0f;
     for (;;) {
+        near_query q = {&c, 0};
         c.n = 0;
-        c.seen = 0;
         qg_query_stats stats = {0, 0};
         const qg_rect area = {x - r, y - r, x + r, y + r};
-        query_all(index, area, near_candidate, &c, &stats);
+        query_all(index, area, near_candidate, &q, &stats);
         // Done when nothing outside the square can be nearer than what is
         // held: the square holds every element (or every one within
         // max_distance), or k elements all inside its inscribed circle.
@@ -284,21 +268,12 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
         // element whose distance2 overflows to infinity (within an infinite
         // max_distance2) would be judged inside a circle it is not in.
         const double safe = 0.99 * (double)r, safe2 = safe * safe;
-        if (c.seen == qg_live_count(index) || isinf(r) || (double)max_d2 <= safe2 ||
-            (c.n == k && (double)near_d2(&c, c.heap[0]) < safe2))
+        if (q.seen == qg_live_count(index) || isinf(r) || (double)max_d2 <= safe2 ||
+            (c.n == k && (double)qg_near_dist(&c, 0) < safe2))
             break;
         r *= 4.0f;
     }
-    // Heap to ascending order, in place.
-    const int32_t found = c.n;
-    while (c.n > 1) {
-        const qg_handle t = c.heap[0];
-        c.heap[0] = c.heap[c.n - 1];
-        c.heap[c.n - 1] = t;
-        c.n--;
-        near_sift_down(&c, 0);
-    }
-    return found;
+    return qg_near_finish(&c);
 }
 
 qg_status qg_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2, qg_handle *handles,
