@@ -833,5 +833,6 @@ static void point_grid_pairs_part(const qg_index *index, int32_t part, int32_t p
 }
 
 QG_KIND_CLASS_EX(point_grid, QG_POINT_GRID, point_grid, .pairs_part = point_grid_pairs_part,
-                 .move_many = point_grid_move_many, .cleanup_parallel = point_grid_cleanup_parallel);
+                 .move_many = point_grid_move_many, .cleanup_parallel = point_grid_cleanup_parallel,
+                 .raycast = qg_pg_raycast, .nearest = qg_pg_nearest);
 

@@ -531,6 +531,11 @@ bool qg_pg_grow(point_grid *g, qg_txn *txn);
 bool qg_pg_border_crowded(const pg_level *L);
 /// pairs.c: the kind's qg_pairs.
 void qg_pg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);
+/// qg_raycast and qg_nearest on the levels' own cells (queries.c).
+void qg_pg_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                   void *user);
+int32_t qg_pg_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2, qg_handle *handles,
+                      float *distances2);
 /// pairs.c: part `part` of `parts` of qg_pairs (qg_pairs_parallel).
 void qg_pg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
                       qg_query_stats *stats);

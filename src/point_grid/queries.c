@@ -1,0 +1,507 @@
+// The point grid's own ray cast and nearest search (qg_raycast, qg_nearest).
+//
+// Every element is listed once: in one level, as one point (its box's min
+// corner) in one cell's slots or in its row's tail. So neither search needs
+// to tell a second sighting from a first: each element is offered at most
+// once by construction, and the exact test (query_util.h) decides.
+//
+// Ray cast, per level, row by row in the direction of dy:
+// - A box of the level reaches at most `pad` past its min corner, so the
+//   segment can touch it only where the segment's y lies in
+//   [min_y, min_y + pad]. A row lists points whose y lies in the row's
+//   quanta widened by the margins; the segment's parameter interval inside
+//   that band (widened by pad above, a hair for rounding both ways) gives
+//   the x the segment has there, and so the columns whose points can reach
+//   it. Border rows and columns take clamped points from outside the world,
+//   so their bands reach to infinity on the outer side.
+// - Cells are walked in the direction of dx; a row whose entry parameter is
+//   past the current max_t (the callback shrinks it) is skipped, so a
+//   closest-hit cast stops reading rows past its best hit.
+// - Before a candidate's box is read (a cache miss: handles are spatially
+//   random), its point and size byte, already in the slot, bound the box
+//   to a few quanta, and a slab test in the level's fixed-point coordinates
+//   (the mapping is affine, so t is the same there) with a tolerance of a
+//   few quanta drops most candidates. Only interior cells use it (border
+//   cells hold clamped points), and only while the mapped ray stays small
+//   enough for float rounding to stay under that tolerance.
+//
+// Nearest, per level, rings of cells around the point's cell: a ring r
+// cells out is at least (r - 1) cells minus the margins and the level's pad
+// away, so the rings stop once that lower bound passes the k-th best
+// distance held (qg_near_bound). Candidates are again bounded by point and
+// size byte before their box is read. Tail elements are read per row, for
+// the rows the final bound still reaches. The finest level goes first: its
+// hits bound the coarser levels' rings at once.
+#include "point_grid.h"
+
+#include "../query_util.h"
+
+/// World coordinate of fixed-point coordinate q on an axis of origin o and
+/// scale s, moved out by a hair for the rounding of the mapping (`dir` -1:
+/// a lower limit, +1: an upper one). In double: q / s may pass FLT_MAX.
+static float pg_world_at(float o, float s, int64_t q, int dir)
+{
+    const double w = (double)o + (double)q / (double)s;
+    const double hair = 1e-5 * (fabs((double)o) + fabs(w)) + 2.0 / (double)s;
+    const double v = w + dir * hair;
+    if (v >= (double)FLT_MAX)
+        return dir > 0 ? INFINITY : FLT_MAX;
+    if (v <= -(double)FLT_MAX)
+        return dir < 0 ? -INFINITY : -FLT_MAX;
+    return (float)v;
+}
+
+/// The band of world y (or x) whose points row (column) c of n lists,
+/// margins included; border ones reach to infinity outwards.
+static void pg_band(float o, float s, int32_t c, int32_t n, float *lo, float *hi)
+{
+    *lo = c == 0 ? -INFINITY : pg_world_at(o, s, (int64_t)c * PG_Q - PG_M, -1);
+    *hi = c == n - 1 ? INFINITY : pg_world_at(o, s, (int64_t)c * PG_Q + PG_Q + PG_M, +1);
+}
+
+static inline float pg_hair(float a, float b)
+{
+    return 1e-5f * (fabsf(a) + fabsf(b)) + 1e-30f;
+}
+
+/// Upper bound, in quanta, of how far a listed box reaches past its point
+/// on each axis: the size byte's units, or the whole pad when the nibble is
+/// saturated; plus one for the floor of the mapping.
+static inline void pg_slot_extent(const pg_level *L, uint32_t size, float padq_x, float padq_y, float *wx, float *wy)
+{
+    const uint32_t nx = size & 15u, ny = size >> 4;
+    *wx = (nx < 15u ? (float)(nx * (uint32_t)L->unit_x) : padq_x) + 1.0f;
+    *wy = (ny < 15u ? (float)(ny * (uint32_t)L->unit_y) : padq_y) + 1.0f;
+}
+
+/* ---- ray cast ----------------------------------------------------------- */
+
+/// The ray in a level's fixed-point coordinates, for the slot prefilter.
+typedef struct pg_qray {
+    bool on;          ///< the prefilter may be used
+    float ox, oy;     ///< origin in quanta
+    float dx, dy;     ///< direction in quanta per unit of t
+    float ix, iy;     ///< 1 / dx, 1 / dy (unused when 0)
+    float tol;        ///< quanta of rounding allowed
+    float padq_x, padq_y;
+} pg_qray;
+
+static pg_qray pg_qray_of(const pg_level *L, const qg_ray *r)
+{
+    pg_qray q = {0};
+    q.padq_x = L->pad * L->sx;
+    q.padq_y = L->pad * L->sy;
+    if (!isfinite(r->max_t) || !(q.padq_x < 4096.0f) || !(q.padq_y < 4096.0f))
+        return q;
+    q.ox = (r->ox - L->ox) * L->sx;
+    q.oy = (r->oy - L->oy) * L->sy;
+    q.dx = r->dx * L->sx;
+    q.dy = r->dy * L->sy;
+    const float ex = fabsf(q.dx * r->max_t), ey = fabsf(q.dy * r->max_t);
+    const float big = 0x1p23f;
+    // Far origins, long segments and directions whose inverse would
+    // overflow keep the exact test alone.
+    if (!(fabsf(q.ox) < big && fabsf(q.oy) < big && ex < big && ey < big) ||
+        (q.dx != 0.0f && fabsf(q.dx) < 1e-20f) || (q.dy != 0.0f && fabsf(q.dy) < 1e-20f))
+        return q;
+    q.ix = q.dx != 0.0f ? 1.0f / q.dx : 0.0f;
+    q.iy = q.dy != 0.0f ? 1.0f / q.dy : 0.0f;
+    // The mapping rounds each coordinate by under a quantum; the products
+    // and sums here by a few ulps of the magnitudes involved.
+    q.tol = 3.0f + 1e-6f * (fabsf(q.ox) + fabsf(q.oy) + ex + ey);
+    q.on = true;
+    return q;
+}
+
+/// False when the segment at parameters [0, max_t] surely misses the box
+/// [px, px + wx] x [py, py + wy] (quanta), widened by the tolerance.
+static inline bool pg_qray_may_hit(const pg_qray *q, float max_t, float px, float py, float wx, float wy)
+{
+    float t0 = 0.0f, t1 = max_t;
+    const float x0 = px - q->tol, x1 = px + wx + q->tol, y0 = py - q->tol, y1 = py + wy + q->tol;
+    if (q->dx == 0.0f) {
+        if (q->ox < x0 || q->ox > x1)
+            return false;
+    } else {
+        float ta = (x0 - q->ox) * q->ix, tb = (x1 - q->ox) * q->ix;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (q->dy == 0.0f) {
+        if (q->oy < y0 || q->oy > y1)
+            return false;
+    } else {
+        float ta = (y0 - q->oy) * q->iy, tb = (y1 - q->oy) * q->iy;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    // A relative slack on t too: max_t came from the callback in world
+    // terms, and the two parametrisations round differently.
+    return t0 <= t1 + 1e-6f * (fabsf(t1) + 1.0f);
+}
+
+/// Candidates of one row whose boxes are being fetched: the exact tests
+/// run after the row's slots were read, so the boxes' cache misses overlap
+/// instead of following one another.
+#define PG_RAY_BATCH 64
+
+typedef struct pg_ray_batch {
+    qg_handle h[PG_RAY_BATCH];
+    int32_t n;
+} pg_ray_batch;
+
+/// Tests the queued candidates in order; false when the callback stopped.
+static bool pg_ray_flush(const qg_rect *boxes, qg_ray *r, pg_ray_batch *b)
+{
+    for (int32_t i = 0; i < b->n; ++i)
+        if (!qg_ray_offer(r, b->h[i], boxes[b->h[i]]))
+            return false;
+    b->n = 0;
+    return true;
+}
+
+static inline bool pg_ray_queue(const qg_rect *boxes, qg_ray *r, pg_ray_batch *b, qg_handle h)
+{
+    PG_PREFETCH(&boxes[h]);
+    b->h[b->n++] = h;
+    return b->n < PG_RAY_BATCH || pg_ray_flush(boxes, r, b);
+}
+
+/// The cells of row cy in [cx0, cx1], walked in the direction `step`;
+/// false when the callback stopped the cast.
+static bool pg_ray_row(const pg_level *L, const qg_rect *boxes, qg_ray *r, const pg_qray *q, pg_ray_batch *b,
+                       int32_t cy, int32_t cx0, int32_t cx1, int32_t step)
+{
+    const bool inner_row = cy > 0 && cy < L->rows - 1;
+    for (int32_t cx = step > 0 ? cx0 : cx1; step > 0 ? cx <= cx1 : cx >= cx0; cx += step) {
+        const int32_t c = cy * L->cols + cx;
+        const int32_t s0 = L->start[c], s1 = L->start[c + 1];
+        const bool filter = q->on && L->fresh && inner_row && cx > 0 && cx < L->cols - 1;
+        for (int32_t s = s0; s < s1; ++s) {
+            const uint32_t v = L->order[s];
+            if ((v & PG_MAX_HANDLES) == PG_MAX_HANDLES)
+                continue; // tombstone
+            const qg_handle h = (qg_handle)(v & PG_MAX_HANDLES);
+            if (filter) {
+                const pg_point p = pg_listed_point(L->sq[s], cx, cy);
+                float wx, wy;
+                pg_slot_extent(L, v >> 24, q->padq_x, q->padq_y, &wx, &wy);
+                if (!pg_qray_may_hit(q, r->max_t, (float)p.x, (float)p.y, wx, wy))
+                    continue;
+            }
+            if (!pg_ray_queue(boxes, r, b, h))
+                return false;
+        }
+    }
+    return true;
+}
+
+/// The ray over one level; false when the callback stopped the cast.
+static bool pg_ray_level(const pg_level *L, const qg_rect *boxes, qg_ray *r)
+{
+    const pg_qray q = pg_qray_of(L, r);
+    // Rows whose points can reach the segment's y range.
+    const float ya = r->oy, yb = r->dy == 0.0f ? r->oy : r->oy + r->max_t * r->dy;
+    const float ylo = (ya < yb ? ya : yb), yhi = (ya < yb ? yb : ya);
+    const float yh = pg_hair(ylo, yhi);
+    const int32_t qy0 = pg_map(pg_widen(L, ylo) - yh, L->oy, L->sy, L->gmaxf_y);
+    const int32_t qy1 = pg_map(yhi + yh, L->oy, L->sy, L->gmaxf_y);
+    int32_t ry0 = qy0 > PG_M ? (qy0 - PG_M) >> PG_QBITS : 0, ry1 = (qy1 + PG_M) >> PG_QBITS;
+    if (ry1 >= L->rows)
+        ry1 = L->rows - 1;
+    const int32_t ystep = r->dy < 0.0f ? -1 : 1, xstep = r->dx < 0.0f ? -1 : 1;
+    for (int32_t cy = ystep > 0 ? ry0 : ry1; ystep > 0 ? cy <= ry1 : cy >= ry0; cy += ystep) {
+        // The segment's parameters where its y can touch a box whose min
+        // corner this row lists.
+        float blo, bhi;
+        pg_band(L->oy, L->sy, cy, L->rows, &blo, &bhi);
+        float ta, tb;
+        if (!qg_ray_span(r, (qg_rect){-INFINITY, blo, INFINITY, bhi + L->pad}, &ta, &tb))
+            continue;
+        float xa = r->ox, xb = r->ox;
+        if (r->dx != 0.0f) {
+            xa = r->ox + ta * r->dx;
+            xb = r->ox + tb * r->dx;
+        }
+        const float xlo = xa < xb ? xa : xb, xhi = xa < xb ? xb : xa;
+        const float xh = pg_hair(xlo, xhi) + pg_hair(r->ox, 0.0f);
+        const int32_t qx0 = pg_map(pg_widen(L, xlo) - xh, L->ox, L->sx, L->gmaxf_x);
+        const int32_t qx1 = pg_map(xhi + xh, L->ox, L->sx, L->gmaxf_x);
+        int32_t cx0 = qx0 > PG_M ? (qx0 - PG_M) >> PG_QBITS : 0, cx1 = (qx1 + PG_M) >> PG_QBITS;
+        if (cx1 >= L->cols)
+            cx1 = L->cols - 1;
+        pg_ray_batch b;
+        b.n = 0;
+        if (!pg_ray_row(L, boxes, r, &q, &b, cy, cx0, cx1, xstep))
+            return false;
+        if (L->tail == 0) {
+            if (!pg_ray_flush(boxes, r, &b))
+                return false;
+            continue;
+        }
+        // The row's tail: points of this row (no margins) in those columns.
+        const int32_t tx0 = qx0 >> PG_QBITS, tx1 = qx1 >> PG_QBITS;
+        for (uint32_t t = L->tail_head[cy]; t != PG_TAIL_END;) {
+            const int32_t s = L->listed + (int32_t)t;
+            const qg_handle h = pg_order(L, s);
+            t = L->sq[s];
+            if (h >= 0 && pg_tail_in_cols(L, s, tx0, tx1) && !pg_ray_queue(boxes, r, &b, h))
+                return false;
+        }
+        if (!pg_ray_flush(boxes, r, &b))
+            return false;
+    }
+    return true;
+}
+
+void qg_pg_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                   void *user)
+{
+    const point_grid *g = (const point_grid *)index;
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        const pg_level *L = &g->level[k];
+        if (L->count > 0 && !pg_ray_level(L, index->boxes, &r))
+            return;
+    }
+}
+
+/* ---- nearest ------------------------------------------------------------ */
+
+/// Candidates of the rings being searched: handle and a lower bound of its
+/// distance2 from the slot alone. They are offered nearest bound first once
+/// a ring is read, so the heap's bound is tight early and most boxes are
+/// never read; those that are were prefetched when queued.
+#define PG_NEAR_BATCH 256
+
+typedef struct pg_near_batch {
+    qg_handle h[PG_NEAR_BATCH];
+    float lb[PG_NEAR_BATCH];
+    int32_t n;
+} pg_near_batch;
+
+static void pg_near_flush(const qg_rect *boxes, qg_near *c, pg_near_batch *b)
+{
+    // In queue order (sorting by bound, or selecting the k-th of upper
+    // bounds first, cost more than the boxes they saved), the heap's bound
+    // checked again as it tightens.
+    for (int32_t i = 0; i < b->n; ++i)
+        if (!(b->lb[i] > qg_near_bound(c)))
+            qg_near_offer(c, b->h[i], qg_point_box_d2_fast(boxes[b->h[i]], c->x, c->y));
+    b->n = 0;
+}
+
+static inline void pg_near_queue(const qg_rect *boxes, qg_near *c, pg_near_batch *b, qg_handle h, float lb)
+{
+    if (lb > qg_near_bound(c))
+        return;
+    PG_PREFETCH(&boxes[h]);
+    b->h[b->n] = h;
+    b->lb[b->n] = lb;
+    if (++b->n == PG_NEAR_BATCH)
+        pg_near_flush(boxes, c, b);
+}
+
+/// Queues the listed elements of cell (cx, cy) whose point and size byte
+/// allow a distance2 within the bound. (qx, qy): the point in quanta,
+/// `filter`: the cell is interior and the level fresh (else the bound is 0).
+static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg_near_batch *b, int32_t cx,
+                         int32_t cy, float qx, float qy, bool filter)
+{
+    const int32_t cell = cy * L->cols + cx;
+    const float padq_x = L->pad * L->sx, padq_y = L->pad * L->sy;
+    const float ux = 1.0f / L->sx, uy = 1.0f / L->sy;
+    for (int32_t s = L->start[cell]; s < L->start[cell + 1]; ++s) {
+        const uint32_t v = L->order[s];
+        if ((v & PG_MAX_HANDLES) == PG_MAX_HANDLES)
+            continue;
+        const qg_handle h = (qg_handle)(v & PG_MAX_HANDLES);
+        float lb = 0.0f;
+        if (filter) {
+            // A lower bound of the distance from the box's quantized hull,
+            // three quanta short on each axis for the mapping's rounding,
+            // a thousandth short overall for the float arithmetic.
+            const pg_point p = pg_listed_point(L->sq[s], cx, cy);
+            float wx, wy;
+            pg_slot_extent(L, v >> 24, padq_x, padq_y, &wx, &wy);
+            float ex = (float)p.x - qx, ey = (float)p.y - qy;
+            const float fx = qx - ((float)p.x + wx), fy = qy - ((float)p.y + wy);
+            ex = (fx > ex ? fx : ex) - 3.0f;
+            ey = (fy > ey ? fy : ey) - 3.0f;
+            ex = ex > 0.0f ? ex * ux : 0.0f;
+            ey = ey > 0.0f ? ey * uy : 0.0f;
+            lb = 0.999f * (ex * ex + ey * ey);
+        }
+        pg_near_queue(boxes, c, b, h, lb);
+    }
+}
+
+/// The point's fixed-point coordinates in double (no clamp, no overflow),
+/// for the cell bounds.
+typedef struct pg_near_at {
+    double qx, qy;
+    double padq_x, padq_y;
+} pg_near_at;
+
+/// Squared lower bound of the distance from the point to any box cell
+/// (cx, cy) lists: its points lie in the cell widened by the margins (and
+/// past the world's edge for border cells, which take clamped points), its
+/// boxes reach pad further up; three quanta and a thousandth short for
+/// rounding.
+static float pg_cell_bound(const pg_level *L, const pg_near_at *a, int32_t cx, int32_t cy)
+{
+    const double lo_x = cx == 0 ? -INFINITY : (double)cx * PG_Q - PG_M - 1.0;
+    const double hi_x = cx == L->cols - 1 ? INFINITY : (double)cx * PG_Q + PG_Q + PG_M + a->padq_x + 1.0;
+    const double lo_y = cy == 0 ? -INFINITY : (double)cy * PG_Q - PG_M - 1.0;
+    const double hi_y = cy == L->rows - 1 ? INFINITY : (double)cy * PG_Q + PG_Q + PG_M + a->padq_y + 1.0;
+    double gx = lo_x - a->qx, gy = lo_y - a->qy;
+    const double fx = a->qx - hi_x, fy = a->qy - hi_y;
+    gx = (fx > gx ? fx : gx) - 3.0;
+    gy = (fy > gy ? fy : gy) - 3.0;
+    gx = gx > 0.0 ? gx / L->sx : 0.0;
+    gy = gy > 0.0 ? gy / L->sy : 0.0;
+    const double d2 = 0.999 * (gx * gx + gy * gy);
+    return d2 < (double)FLT_MAX ? (float)d2 : FLT_MAX;
+}
+
+/// The smallest pg_cell_bound over ring r around (pcx, pcy): each side's
+/// cell nearest the point's row or column.
+static float pg_ring_bound(const pg_level *L, const pg_near_at *a, int32_t pcx, int32_t pcy, int32_t r)
+{
+    float m = INFINITY, d;
+    if (r == 0)
+        return 0.0f;
+    if (pcx + r < L->cols && (d = pg_cell_bound(L, a, pcx + r, pcy)) < m)
+        m = d;
+    if (pcx - r >= 0 && (d = pg_cell_bound(L, a, pcx - r, pcy)) < m)
+        m = d;
+    if (pcy + r < L->rows && (d = pg_cell_bound(L, a, pcx, pcy + r)) < m)
+        m = d;
+    if (pcy - r >= 0 && (d = pg_cell_bound(L, a, pcx, pcy - r)) < m)
+        m = d;
+    return m;
+}
+
+/// One cell of a ring: skipped whole when its bound is past the heap's.
+static inline void pg_near_visit(const pg_level *L, const qg_rect *boxes, qg_near *c, pg_near_batch *b,
+                                 const pg_near_at *a, int32_t cx, int32_t cy, float qx, float qy, bool near_world)
+{
+    if (pg_cell_bound(L, a, cx, cy) > qg_near_bound(c))
+        return;
+    pg_near_cell(L, boxes, c, b, cx, cy, qx, qy,
+                 near_world && cx > 0 && cx < L->cols - 1 && cy > 0 && cy < L->rows - 1);
+}
+
+/// Prefetches rings 0..r0 around (pcx, pcy): every row's starts, then
+/// every row's slots, so their cache misses overlap.
+static void pg_near_prefetch(const pg_level *L, int32_t pcx, int32_t pcy, int32_t r0)
+{
+    const int32_t y0 = pcy - r0 < 0 ? 0 : pcy - r0, y1 = pcy + r0 < L->rows ? pcy + r0 : L->rows - 1;
+    const int32_t x0 = pcx - r0 < 0 ? 0 : pcx - r0, x1 = pcx + r0 < L->cols ? pcx + r0 : L->cols - 1;
+    for (int32_t cy = y0; cy <= y1; ++cy) {
+        PG_PREFETCH(&L->start[cy * L->cols + x0]);
+        PG_PREFETCH(&L->start[cy * L->cols + x1 + 1]);
+    }
+    for (int32_t cy = y0; cy <= y1; ++cy) {
+        const int32_t s0 = L->start[cy * L->cols + x0], s1 = L->start[cy * L->cols + x1 + 1];
+        for (int32_t s = s0; s < s1; s += 16) {
+            PG_PREFETCH(&L->order[s]);
+            PG_PREFETCH(&L->sq[s]);
+        }
+    }
+}
+
+static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
+{
+    const pg_point p = pg_point_of(L, c->x, c->y);
+    const int32_t pcx = p.x >> PG_QBITS, pcy = p.y >> PG_QBITS;
+    const pg_near_at a = {((double)c->x - L->ox) * L->sx, ((double)c->y - L->oy) * L->sy,
+                          (double)L->pad * L->sx, (double)L->pad * L->sy};
+    // The per-element prefilter works in float quanta: only where float
+    // keeps them (and the pad is finite).
+    const float qx = (float)a.qx, qy = (float)a.qy;
+    const bool near_world = fabs(a.qx) < 0x1p23 && fabs(a.qy) < 0x1p23 && L->fresh && a.padq_x < 4096.0 &&
+                            a.padq_y < 4096.0;
+    int32_t far = pcx;
+    if (L->cols - 1 - pcx > far)
+        far = L->cols - 1 - pcx;
+    if (pcy > far)
+        far = pcy;
+    if (L->rows - 1 - pcy > far)
+        far = L->rows - 1 - pcy;
+    pg_near_batch b;
+    b.n = 0;
+    // Rings out from the point's cell while a ring's bound is within the
+    // heap's; the rings expected to hold about 2k elements at the level's
+    // mean density are prefetched first.
+    const double per_cell = (double)L->count / ((double)L->cols * L->rows);
+    const double side = sqrt(2.0 * c->k / (per_cell > 1e-9 ? per_cell : 1e-9));
+    int32_t r0 = (int32_t)((side - 1.0) / 2.0 + 0.5);
+    r0 = r0 < 1 ? 1 : r0 > 6 ? 6 : r0;
+    r0 = r0 > far ? far : r0;
+    pg_near_prefetch(L, pcx, pcy, r0);
+    int32_t reach = far; // rings the search went out to
+    for (int32_t r = 0; r <= far; ++r) {
+        if (r != 1) // rings 0 and 1 are read as one
+            pg_near_flush(boxes, c, &b);
+        if (pg_ring_bound(L, &a, pcx, pcy, r) > qg_near_bound(c)) {
+            reach = r - 1;
+            break;
+        }
+        const int32_t y0 = pcy - r, y1 = pcy + r, x0 = pcx - r, x1 = pcx + r;
+        const int32_t cy_lo = y0 < 0 ? 0 : y0, cy_hi = y1 < L->rows ? y1 : L->rows - 1;
+        const int32_t cx_lo = x0 < 0 ? 0 : x0, cx_hi = x1 < L->cols ? x1 : L->cols - 1;
+        for (int32_t cy = cy_lo; cy <= cy_hi; ++cy) {
+            if (cy == y0 || cy == y1) { // the ring's top or bottom: every cell
+                for (int32_t cx = cx_lo; cx <= cx_hi; ++cx)
+                    pg_near_visit(L, boxes, c, &b, &a, cx, cy, qx, qy, near_world);
+                continue;
+            }
+            if (x0 >= 0) // its sides: two cells
+                pg_near_visit(L, boxes, c, &b, &a, x0, cy, qx, qy, near_world);
+            if (x1 < L->cols && x1 != x0)
+                pg_near_visit(L, boxes, c, &b, &a, x1, cy, qx, qy, near_world);
+        }
+    }
+    pg_near_flush(boxes, c, &b);
+    if (L->tail == 0)
+        return;
+    // Tail elements: rows within the rings searched (the bound only fell
+    // since; a tail point lies in its own cell, inside any ring bound),
+    // plus one each way for safety.
+    const int32_t ty0 = pcy - reach - 1 < 0 ? 0 : pcy - reach - 1;
+    const int32_t ty1 = pcy + reach + 1 >= L->rows ? L->rows - 1 : pcy + reach + 1;
+    const int32_t tx0 = pcx - reach - 1 < 0 ? 0 : pcx - reach - 1;
+    const int32_t tx1 = pcx + reach + 1 >= L->cols ? L->cols - 1 : pcx + reach + 1;
+    for (int32_t row = ty0; row <= ty1; ++row)
+        for (uint32_t t = L->tail_head[row]; t != PG_TAIL_END;) {
+            const int32_t s = L->listed + (int32_t)t;
+            const qg_handle h = pg_order(L, s);
+            t = L->sq[s];
+            if (h >= 0 && pg_tail_in_cols(L, s, tx0, tx1))
+                qg_near_offer(c, h, qg_point_box_d2_fast(boxes[h], c->x, c->y));
+        }
+}
+
+int32_t qg_pg_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2, qg_handle *handles,
+                      float *distances2)
+{
+    (void)distances2; // qg_nearest fills them from the boxes
+    const point_grid *g = (const point_grid *)index;
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    for (int32_t l = 0; l < PG_LEVELS; ++l)
+        if (g->level[l].count > 0)
+            pg_near_level(&g->level[l], index->boxes, &c);
+    return qg_near_finish(&c);
+}
