@@ -310,6 +310,81 @@ static void test_nearest(void **state)
     qg_destroy(oracle);
 }
 
+/* ---- lattice scenes and unsettled layouts -------------------------------- */
+
+/* Rays and nearest searches where rounding decides: boxes on a lattice of
+ * 16 (the cell and node edges of many kinds' layouts), touching one another,
+ * zero-size boxes on lattice points, rays along lattice lines and through
+ * lattice corners, nearest points on lattice points (ties everywhere). Then
+ * the same after moves and removes with no qg_cleanup (kinds whose layout
+ * settles in qg_cleanup answer from their unsettled state: tails,
+ * tombstones, stale snapshots), and once more after the cleanup. */
+static void lattice_checks(const qg_index *idx, const qg_index *oracle, uint64_t seed, tu_rng *r, int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        const float ox = 16.0f * (float)tu_rng_below(r, 70) - 64.0f, oy = 16.0f * (float)tu_rng_below(r, 70) - 64.0f;
+        float dx = 0, dy = 0, max_t = 16.0f * (float)tu_rng_below(r, 40);
+        switch (i % 6) {
+        case 0: dx = 1; break;
+        case 1: dy = -1; break;
+        case 2: dx = -1, dy = 1; break;           /* through lattice corners */
+        case 3: dx = 2, dy = 1; max_t = INFINITY; break;
+        case 4: dx = 0, dy = 0; break;            /* a lattice point */
+        default: dx = 1e-7f, dy = 1; break;       /* nearly along a line */
+        }
+        check_ray(idx, oracle, seed, i, ox, oy, dx, dy, max_t);
+        const float nx = 16.0f * (float)tu_rng_below(r, 70) - 64.0f, ny = 8.0f * (float)tu_rng_below(r, 140) - 64.0f;
+        check_nearest(idx, oracle, seed, i, nx, ny, 1 + (int32_t)tu_rng_below(r, 20), i % 4 ? INFINITY : 256.0f);
+    }
+}
+
+static void test_lattice_unsettled(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const uint64_t seed = tu_env_seed(0x1a77);
+    printf("seed %llu\n", (unsigned long long)seed);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    qg_config c = kind_config(), o = qg_default_config(QG_BRUTE_FORCE);
+    qg_index *idx = NULL, *oracle = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    const int n = (int)tu_scaled(1500);
+    for (int i = 0; i < n; i++) {
+        const float x = 16.0f * (float)tu_rng_below(&r, 66) - 32.0f, y = 16.0f * (float)tu_rng_below(&r, 66) - 32.0f;
+        const float w = i % 7 == 0 ? 0.0f : 16.0f * (float)(1 + tu_rng_below(&r, 2)), h = i % 5 == 0 ? 16.0f : w;
+        const qg_rect b = tu_rect(x, y, x + w, y + h);
+        const qg_handle a = qg_insert(idx, b);
+        assert_true(a >= 0);
+        assert_int_equal(qg_insert(oracle, b), a);
+    }
+    qg_cleanup(idx);
+    lattice_checks(idx, oracle, seed, &r, (int)tu_scaled(120));
+    /* unsettled: small moves, far moves, removes, no cleanup */
+    for (int i = 0; i < n; i++) {
+        qg_rect b;
+        if (qg_get(oracle, i, &b) != QG_OK || !tu_rng_chance(&r, 0.4))
+            continue;
+        if (tu_rng_chance(&r, 0.1)) {
+            assert_int_equal(qg_remove(idx, i), QG_OK);
+            assert_int_equal(qg_remove(oracle, i), QG_OK);
+            continue;
+        }
+        const float step = tu_rng_chance(&r, 0.3) ? 16.0f * (float)((int)tu_rng_below(&r, 21) - 10) : (float)((int)tu_rng_below(&r, 3) - 1);
+        const float sx = step, sy = tu_rng_chance(&r, 0.5) ? step : -step;
+        b = tu_rect(b.min_x + sx, b.min_y + sy, b.max_x + sx, b.max_y + sy);
+        assert_int_equal(qg_move(idx, i, b), QG_OK);
+        assert_int_equal(qg_move(oracle, i, b), QG_OK);
+    }
+    lattice_checks(idx, oracle, seed, &r, (int)tu_scaled(120));
+    qg_cleanup(idx);
+    assert_int_equal(qg_validate(idx), QG_OK);
+    lattice_checks(idx, oracle, seed, &r, (int)tu_scaled(120));
+    qg_destroy(idx);
+    qg_destroy(oracle);
+}
+
 /* ---- bulk insert -------------------------------------------------------- */
 
 static void random_boxes(tu_rng *r, qg_rect *b, int32_t n)
@@ -469,6 +544,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ray_box),
         cmocka_unit_test(test_raycast),
         cmocka_unit_test(test_nearest),
+        cmocka_unit_test(test_lattice_unsettled),
         cmocka_unit_test(test_insert_many),
         cmocka_unit_test(test_insert_many_oom),
     };
