@@ -1,5 +1,5 @@
 /* Concurrent const calls, for one kind (argv[1]): four threads run qg_query,
- * qg_query_point and qg_pairs on one index at the same time, and every answer
+ * qg_query_point, qg_raycast, qg_nearest and qg_pairs on one index at the same time, and every answer
  * must equal the single-threaded one. An index that keeps scratch state
  * inside itself (a shared traversal stack, "visited" marks, a query counter)
  * gives wrong or duplicated results here. cmocka is not thread-safe, so the
@@ -30,6 +30,8 @@ typedef struct shared {
     int n_areas;
     const uint64_t *want_query; /* per area: order-sensitive hash of the answer */
     const uint64_t *want_point;
+    const uint64_t *want_ray;  /* per area: a ray from its min corner */
+    const uint64_t *want_near; /* per area: the 8 nearest to its max corner */
     uint64_t want_pairs;
     int rounds;
     pthread_barrier_t start;
@@ -86,6 +88,49 @@ static uint64_t point_hash(const qg_index *idx, qg_rect area, qg_status *st)
     return x.h ^ x.n;
 }
 
+static float hash_ray(qg_handle h, float t, void *user)
+{
+    hasher *x = user;
+    uint32_t bits;
+    memcpy(&bits, &t, sizeof bits);
+    x->h = mix(x->h ^ ((uint64_t)(uint32_t)h << 32 | bits));
+    x->n++;
+    return INFINITY;
+}
+
+/* qg_raycast from the area's min corner towards its max corner, reaching
+ * twice as far; every hit, in the kind's order. */
+static uint64_t ray_hash(const qg_index *idx, qg_rect area, qg_status *st)
+{
+    hasher x = {4, 0};
+    float dx = area.max_x - area.min_x, dy = area.max_y - area.min_y;
+    if (!isfinite(dx) || !isfinite(dy) || !isfinite(area.min_x) || !isfinite(area.min_y)) {
+        dx = 1.0f, dy = 0.5f;
+        area.min_x = isfinite(area.max_x) ? area.max_x : 0.0f;
+        area.min_y = isfinite(area.max_y) ? area.max_y : 0.0f;
+    }
+    *st = qg_raycast(idx, area.min_x, area.min_y, dx, dy, 2.0f, hash_ray, &x);
+    return x.h ^ x.n;
+}
+
+/* qg_nearest: the 8 nearest to the area's max corner (its min when that is
+ * infinite), handles and distances. */
+static uint64_t near_hash(const qg_index *idx, qg_rect area, qg_status *st)
+{
+    qg_handle h[8];
+    float d[8];
+    int32_t found = 0;
+    const float x = isfinite(area.max_x) ? area.max_x : area.min_x, y = isfinite(area.max_y) ? area.max_y : area.min_y;
+    *st = qg_nearest(idx, isfinite(x) ? x : 0.0f, isfinite(y) ? y : 0.0f, 8, INFINITY, h, d, &found);
+    hasher z = {5, 0};
+    for (int32_t i = 0; i < found; i++) {
+        uint32_t bits;
+        memcpy(&bits, &d[i], sizeof bits);
+        z.h = mix(z.h ^ ((uint64_t)(uint32_t)h[i] << 32 | bits));
+    }
+    return z.h ^ (uint64_t)found;
+}
+
 static uint64_t pairs_hash(const qg_index *idx, qg_status *st)
 {
     hasher x = {3, 0};
@@ -116,6 +161,12 @@ static void *work(void *arg)
             w->bad_status += st != QG_OK;
             if (point_hash(s->idx, s->areas[i], &st) != s->want_point[i])
                 note(w, "query_point", i);
+            w->bad_status += st != QG_OK;
+            if (ray_hash(s->idx, s->areas[i], &st) != s->want_ray[i])
+                note(w, "raycast", i);
+            w->bad_status += st != QG_OK;
+            if (near_hash(s->idx, s->areas[i], &st) != s->want_near[i])
+                note(w, "nearest", i);
             w->bad_status += st != QG_OK;
             if ((j + round + w->id) % 64 == 0) {
                 if (pairs_hash(s->idx, &st) != s->want_pairs)
@@ -166,7 +217,7 @@ static void run_threads(const qg_config *cfg, int n_elems, float size, int round
 
     enum { N_AREAS = 256 };
     qg_rect areas[N_AREAS];
-    uint64_t wq[N_AREAS], wp[N_AREAS];
+    uint64_t wq[N_AREAS], wp[N_AREAS], wr[N_AREAS], wn[N_AREAS];
     for (int i = 0; i < N_AREAS; i++) {
         float x = tu_rng_range(&r, b.min_x, b.max_x), y = tu_rng_range(&r, b.min_y, b.max_y);
         float s = tu_rng_range(&r, 0, W / 8);
@@ -180,6 +231,11 @@ static void run_threads(const qg_config *cfg, int n_elems, float size, int round
         assert_true(query_hash(idx, areas[i], &st) == wq[i]);
         wp[i] = point_hash(idx, areas[i], &st);
         assert_int_equal(st, QG_OK);
+        wr[i] = ray_hash(idx, areas[i], &st);
+        assert_int_equal(st, QG_OK);
+        assert_true(ray_hash(idx, areas[i], &st) == wr[i]);
+        wn[i] = near_hash(idx, areas[i], &st);
+        assert_int_equal(st, QG_OK);
     }
     qg_status st;
     shared s;
@@ -189,6 +245,8 @@ static void run_threads(const qg_config *cfg, int n_elems, float size, int round
     s.n_areas = N_AREAS;
     s.want_query = wq;
     s.want_point = wp;
+    s.want_ray = wr;
+    s.want_near = wn;
     s.want_pairs = pairs_hash(idx, &st);
     s.rounds = rounds;
     assert_int_equal(st, QG_OK);
