@@ -55,7 +55,8 @@ static void usage(FILE *f) {
             "\n"
             "Window keys: 1-9 switch kind, c cells, v colouring, space pause, +/- add/remove\n"
             "10000 agents, click spawns a dragon, wheel zooms, drag pans, 0 resets the view,\n"
-            "Esc quits.\n");
+            "right-button drag casts a ray (its closest hit in yellow, qg_raycast) and rings the\n"
+            "8 agents nearest to where it began (cyan, qg_nearest), Esc quits.\n");
 }
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {

@@ -201,6 +201,70 @@ void raster_cells(raster *r, const raster_view *v, const qg_index *index) {
     qg_visit(index, draw_cell, &ctx);
 }
 
+typedef struct probe_best {
+    qg_handle h;
+    float t;
+} probe_best;
+
+static float probe_closest(qg_handle h, float t, void *user) {
+    probe_best *b = user;
+    if (t < b->t || (t == b->t && h < b->h)) {
+        b->h = h;
+        b->t = t;
+    }
+    return t; // only hits no farther than this one from now on
+}
+
+qg_status raster_probe_update(raster_probe *p, const qg_index *index) {
+    probe_best best = {-1, INFINITY};
+    qg_status st = qg_raycast(index, p->ax, p->ay, p->bx - p->ax, p->by - p->ay, 1.0f, probe_closest, &best);
+    if (st != QG_OK) return st;
+    p->hit = best.h;
+    p->hit_t = best.t;
+    return qg_nearest(index, p->ax, p->ay, RASTER_PROBE_K, INFINITY, p->near, NULL, &p->nnear);
+}
+
+static void plot(raster *r, int x, int y, uint32_t c) {
+    if (x >= 0 && y >= 0 && x < r->width && y < r->height) r->pixels[(size_t)y * (size_t)r->width + x] = c;
+}
+
+/// A solid line in screen coordinates, at most a few screens long.
+static void line(raster *r, float x0, float y0, float x1, float y1, uint32_t c) {
+    float dx = x1 - x0, dy = y1 - y0;
+    float n = fabsf(dx) > fabsf(dy) ? fabsf(dx) : fabsf(dy);
+    if (!(n < 16384.0f)) n = 16384.0f;
+    int steps = (int)n + 1;
+    for (int i = 0; i <= steps; i++) {
+        float f = (float)i / (float)steps;
+        plot(r, floor_pos(x0 + f * dx), floor_pos(y0 + f * dy), c);
+    }
+}
+
+static void outline(raster *r, const raster_view *v, const qg_index *index, qg_handle h, uint32_t c) {
+    qg_rect b;
+    if (qg_get(index, h, &b) != QG_OK) return;
+    float s = v->scale;
+    // Two pixels out, so a one-pixel agent still shows a ring.
+    float x0 = (b.min_x - v->origin_x) * s - 2.0f, x1 = (b.max_x - v->origin_x) * s + 2.0f;
+    float y0 = (b.min_y - v->origin_y) * s - 2.0f, y1 = (b.max_y - v->origin_y) * s + 2.0f;
+    line(r, x0, y0, x1, y0, c);
+    line(r, x0, y1, x1, y1, c);
+    line(r, x0, y0, x0, y1, c);
+    line(r, x1, y0, x1, y1, c);
+}
+
+void raster_probe_draw(raster *r, const raster_view *v, const qg_index *index, const raster_probe *p) {
+    float s = v->scale;
+    float t = p->hit >= 0 ? p->hit_t : 1.0f;
+    float ex = p->ax + t * (p->bx - p->ax), ey = p->ay + t * (p->by - p->ay);
+    float sx = (p->ax - v->origin_x) * s, sy = (p->ay - v->origin_y) * s;
+    for (int32_t i = 0; i < p->nnear; i++) outline(r, v, index, p->near[i], 0xff40e0f0u);
+    line(r, sx, sy, (ex - v->origin_x) * s, (ey - v->origin_y) * s, 0xffffe040u);
+    if (p->hit >= 0) outline(r, v, index, p->hit, 0xffffe040u);
+    line(r, sx - 4.0f, sy, sx + 4.0f, sy, 0xffffffffu);
+    line(r, sx, sy - 4.0f, sx, sy + 4.0f, 0xffffffffu);
+}
+
 int raster_text_width(const char *text, int scale) {
     int best = 0, cur = 0;
     for (const char *p = text; *p; p++) {

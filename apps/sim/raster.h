@@ -39,6 +39,26 @@ void raster_agents(raster *r, const raster_view *v, const sim_world *w, raster_c
 void raster_walls(raster *r, const raster_view *v, const sim_world *w);
 /// The index's nodes or cells, from qg_visit, as outlines blended over the picture.
 void raster_cells(raster *r, const raster_view *v, const qg_index *index);
+/// Elements the window's probe highlights around its point.
+#define RASTER_PROBE_K 8
+
+/// The window's probe (right-button drag): a ray cast from (ax, ay) towards
+/// (bx, by), its closest hit, and the elements nearest to (ax, ay), as the
+/// index answers qg_raycast and qg_nearest.
+typedef struct raster_probe {
+    float ax, ay, bx, by;
+    qg_handle hit; ///< the closest hit, -1 for none
+    float hit_t;   ///< its entry parameter, in units of (b - a)
+    qg_handle near[RASTER_PROBE_K];
+    int32_t nnear;
+} raster_probe;
+
+/// Asks the index for the probe's closest hit and nearest elements.
+qg_status raster_probe_update(raster_probe *p, const qg_index *index);
+/// The probe's ray (to its hit or its end), the hit box outlined in yellow,
+/// the nearest boxes in cyan.
+void raster_probe_draw(raster *r, const raster_view *v, const qg_index *index, const raster_probe *p);
+
 /// Text in the built-in 5x7 font, scaled up by `scale`, on a dark box.
 void raster_text(raster *r, int x, int y, int scale, const char *text, uint32_t colour);
 /// Width in pixels of text at the given scale.

@@ -100,7 +100,13 @@ int view_run(sim_world *w, const sim_options *o) {
 
     view_state s = {.cx = 0.5f * w->size, .cy = 0.5f * w->size, .zoom = o->zoom,
                     .cells = o->cells, .colour = o->colour};
-    say(&s, "1-9 kind  c cells  v colour  space pause  +/- agents  click dragon  wheel zoom");
+    say(&s, "1-9 kind  c cells  v colour  space pause  +/- agents  click dragon  wheel zoom  "
+            "right-drag ray + nearest");
+    // The probe: a right-button drag casts a ray (closest hit) from where it
+    // began and shows the agents nearest to that point; it stays on screen,
+    // answered again every frame as the agents move.
+    raster_probe probe = {0};
+    bool probing = false, probe_drag = false;
     sim_times avg = {0}, t = {0};
     bool dragging = false, moved = false;
     int drag_x = 0, drag_y = 0;
@@ -139,6 +145,11 @@ int view_run(sim_world *w, const sim_options *o) {
                 break;
             }
             case SDL_MOUSEBUTTONDOWN:
+                if (e.button.button == SDL_BUTTON_RIGHT) {
+                    probing = probe_drag = true;
+                    probe.ax = probe.bx = v.origin_x + (float)e.button.x / v.scale;
+                    probe.ay = probe.by = v.origin_y + (float)e.button.y / v.scale;
+                }
                 if (e.button.button == SDL_BUTTON_LEFT) {
                     dragging = true;
                     moved = false;
@@ -147,6 +158,10 @@ int view_run(sim_world *w, const sim_options *o) {
                 }
                 break;
             case SDL_MOUSEMOTION:
+                if (probe_drag) {
+                    probe.bx = v.origin_x + (float)e.motion.x / v.scale;
+                    probe.by = v.origin_y + (float)e.motion.y / v.scale;
+                }
                 if (dragging) {
                     int dx = e.motion.x - drag_x, dy = e.motion.y - drag_y;
                     if (moved || dx * dx + dy * dy > 16) {
@@ -160,6 +175,17 @@ int view_run(sim_world *w, const sim_options *o) {
                 }
                 break;
             case SDL_MOUSEBUTTONUP:
+                if (e.button.button == SDL_BUTTON_RIGHT && probe_drag) {
+                    probe_drag = false;
+                    char msg[128];
+                    if (raster_probe_update(&probe, w->index) == QG_OK) {
+                        snprintf(msg, sizeof msg, "ray hit %d at t %.3f, %d nearest: first %d", probe.hit,
+                                 (double)probe.hit_t, probe.nnear, probe.nnear > 0 ? probe.near[0] : -1);
+                        printf("probe: ray (%.2f, %.2f) -> (%.2f, %.2f): %s\n", (double)probe.ax, (double)probe.ay,
+                               (double)probe.bx, (double)probe.by, msg);
+                        say(&s, msg);
+                    }
+                }
                 if (e.button.button == SDL_BUTTON_LEFT && dragging && !moved) {
                     float wx = v.origin_x + (float)e.button.x / v.scale;
                     float wy = v.origin_y + (float)e.button.y / v.scale;
@@ -218,6 +244,7 @@ int view_run(sim_world *w, const sim_options *o) {
         sim_overlay(text, sizeof text, w, &avg, extra);
         double d0 = sim_now_ms();
         sim_draw(&r, &v, w, s.cells, s.colour, text);
+        if (probing && raster_probe_update(&probe, w->index) == QG_OK) raster_probe_draw(&r, &v, w->index, &probe);
         avg.draw += (frame <= 1 ? 1.0 : 0.05) * (sim_now_ms() - d0 - avg.draw);
         SDL_UpdateTexture(tex, NULL, r.pixels, r.width * (int)sizeof *r.pixels);
         SDL_RenderClear(ren);

@@ -42,6 +42,9 @@ for key in c space space 1 plus; do
     sleep 0.2
 done
 xdotool mousemove --window "$win" 320 240 click 4 sleep 0.2 click 1
+# The probe: a right-button drag casts a ray and finds the nearest agents.
+xdotool mousemove --window "$win" 200 200 sleep 0.1 mousedown 3 sleep 0.1 \
+    mousemove --window "$win" 420 330 sleep 0.1 mouseup 3
 sleep 0.5
 if command -v import >/dev/null 2>&1; then
     import -window root "$TMP/screen.png"
@@ -53,5 +56,7 @@ wait "$sim" || { sim=; fail "quadgrid-sim --view failed: $(cat "$TMP/sim.log")";
 sim=
 cat "$TMP/sim.log"
 [ -f "$TMP/shot.png" ] || fail "no --screenshot written"
+# 20,000 agents around the probe's point: its 8 nearest are always found.
+grep -q "^probe: ray .* 8 nearest: first [0-9]" "$TMP/sim.log" || fail "the probe did not answer: $(cat "$TMP/sim.log")"
 if [ -n "${PNGCHECK:-}" ]; then "$PNGCHECK" "$TMP/shot.png" 6 5; fi
 echo "view ok"
