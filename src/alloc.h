@@ -25,8 +25,10 @@ void qg_mem_free(qg_alloc *a, void *ptr, size_t size);
 /// shrinking never fails by the allocator's contract.
 void *qg_mem_resize(qg_alloc *a, void *ptr, size_t old_size, size_t new_size);
 
-/// Up to this many arrays can grow inside one call.
-#define QG_TXN_MAX 8
+/// Up to this many arrays can grow inside one call (the point grid's bulk
+/// insert may grow six arrays in each of its seven levels; the entries are
+/// only written when an array grows, so a larger table costs nothing).
+#define QG_TXN_MAX 48
 
 /// A record of the arrays a call has grown, so a failure later in the same
 /// call can shrink them back: the index then holds exactly the bytes it held

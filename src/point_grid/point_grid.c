@@ -171,6 +171,52 @@ static qg_status point_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg
     return QG_OK;
 }
 
+/// qg_insert_many in bulk: every reservation first (each level's slots and
+/// tail room, the cells its world may fit, hb), then each level that takes
+/// new elements re-sorted once with them (one counting sort) instead of n
+/// tail inserts and the re-sorts the tail limit triggers on the way.
+static qg_status point_grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    point_grid *g = (point_grid *)index;
+    int64_t more[PG_LEVELS] = {0};
+    qg_handle top = -1;
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_handle h = handles[i];
+        if (h >= PG_MAX_HANDLES)
+            return QG_ERR_CAPACITY;
+        top = h > top ? h : top;
+        more[pg_level_of(g, index->boxes[h])]++;
+    }
+    if (!qg_txn_reserve(txn, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), (int64_t)top + 1))
+        return QG_ERR_NOMEM;
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        const pg_level *L = &g->level[k];
+        if (more[k] > 0 && (!pg_reserve_level(g, txn, k, (int32_t)(more[k] + pg_tail_room(L->count + (int32_t)more[k]))) ||
+                            !qg_pg_reserve_cells(g, txn, k, more[k])))
+            return QG_ERR_NOMEM;
+    }
+    if (g->want && !qg_pg_grow(g, txn))
+        return QG_ERR_NOMEM;
+    // The new handles are in no level while the levels that take them are
+    // made live (an empty level's first re-sort must not list them).
+    for (int32_t i = 0; i < n; ++i)
+        g->hb[handles[i]] = PG_HB_NONE;
+    for (int32_t k = 0; k < PG_LEVELS; ++k)
+        if (more[k] > 0)
+            pg_make_live(g, k);
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_handle h = handles[i];
+        g->hb[h] = (uint8_t)((uint32_t)pg_level_of(g, index->boxes[h]) << 4);
+    }
+    for (int32_t k = 0; k < PG_LEVELS; ++k) {
+        if (more[k] == 0)
+            continue;
+        g->level[k].count += (int32_t)more[k];
+        qg_pg_rebuild(g, k);
+    }
+    return QG_OK;
+}
+
 static void point_grid_remove(qg_index *index, qg_handle h)
 {
     pg_take_out((point_grid *)index, h, index->boxes[h]);
@@ -834,5 +880,5 @@ static void point_grid_pairs_part(const qg_index *index, int32_t part, int32_t p
 
 QG_KIND_CLASS_EX(point_grid, QG_POINT_GRID, point_grid, .pairs_part = point_grid_pairs_part,
                  .move_many = point_grid_move_many, .cleanup_parallel = point_grid_cleanup_parallel,
-                 .raycast = qg_pg_raycast, .nearest = qg_pg_nearest);
+                 .raycast = qg_pg_raycast, .nearest = qg_pg_nearest, .insert_many = point_grid_insert_many);
 

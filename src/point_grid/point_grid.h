@@ -527,6 +527,8 @@ void qg_pg_refresh(pg_level *L, const qg_rect *boxes);
 void qg_pg_refresh_rows(pg_level *L, const qg_rect *boxes, int32_t r0, int32_t r1);
 /// world.c: reserves the cells re-fits asked for; false when that fails.
 bool qg_pg_grow(point_grid *g, qg_txn *txn);
+/// world.c: room for the cells a bulk insert of `more` into level k may fit.
+bool qg_pg_reserve_cells(point_grid *g, qg_txn *txn, int32_t k, int64_t more);
 /// world.c: true when the border cells hold a pile of clamped points.
 bool qg_pg_border_crowded(const pg_level *L);
 /// pairs.c: the kind's qg_pairs.

@@ -313,6 +313,24 @@ static bool pg_refit(point_grid *g, int32_t k, float x0, float y0, float x1, flo
     return moved;
 }
 
+/// Reserves the cells level k's world may take once it holds `more`
+/// elements beyond its count (the budget pg_grow_config and pg_refit allow,
+/// two cells per element and 4,096), so the re-sort of a bulk insert fits
+/// its world at once instead of asking for cells after it. Grow first:
+/// capacities only.
+bool qg_pg_reserve_cells(point_grid *g, qg_txn *txn, int32_t k, int64_t more)
+{
+    pg_level *L = &g->level[k];
+    int64_t cells = 2 * ((int64_t)L->count + more) + 4096;
+    if (cells > PG_MAX_CELLS)
+        cells = PG_MAX_CELLS;
+    if (cells > (int64_t)L->config_cells && L->on_config)
+        cells = L->config_cells > L->cols * L->rows ? L->config_cells : L->cols * L->rows;
+    const int64_t rows = cells < PG_MAX_SIDE ? cells : PG_MAX_SIDE;
+    return qg_txn_reserve(txn, (void **)&L->start, &L->start_capacity, sizeof(int32_t), cells + 1) &&
+           qg_txn_reserve(txn, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t), rows);
+}
+
 /// Reserves the cells re-fits asked for (see pg_refit); the next qg_cleanup
 /// re-sorts into them. False when an allocation fails (nothing to undo
 /// beyond the txn).
