@@ -614,6 +614,36 @@ static void point_grid_clear(qg_index *index)
     }
 }
 
+/// Candidates of a query whose boxes are being fetched: the exact tests run
+/// once a batch is full or the level's cells are read, so the boxes' cache
+/// misses (handles are spatially random) overlap instead of following one
+/// another.
+#define PG_QUERY_BATCH 32
+
+typedef struct pg_query_batch {
+    qg_handle h[PG_QUERY_BATCH];
+    int32_t n;
+} pg_query_batch;
+
+/// Tests and reports the queued candidates; false when the callback asked
+/// to stop.
+static bool pg_query_flush(const qg_rect *boxes, qg_rect area, pg_query_batch *b, qg_query_fn *fn, void *user)
+{
+    for (int32_t i = 0; i < b->n; ++i)
+        if (qg_overlaps(boxes[b->h[i]], area) && !fn(b->h[i], user))
+            return false;
+    b->n = 0;
+    return true;
+}
+
+static inline bool pg_query_queue(const qg_rect *boxes, qg_rect area, pg_query_batch *b, qg_handle h,
+                                  qg_query_fn *fn, void *user)
+{
+    PG_PREFETCH(&boxes[h]);
+    b->h[b->n++] = h;
+    return b->n < PG_QUERY_BATCH || pg_query_flush(boxes, area, b, fn, user);
+}
+
 /// qg_query on one level; false when the callback asked to stop.
 static bool pg_query_level(const pg_level *L, const qg_rect *boxes, qg_rect area, qg_query_fn *fn, void *user,
                            qg_query_stats *stats)
@@ -622,6 +652,23 @@ static bool pg_query_level(const pg_level *L, const qg_rect *boxes, qg_rect area
     const pg_point hi = pg_point_of(L, area.max_x, area.max_y);
     int32_t cx0, cy0, cx1, cy1;
     pg_cell_range(L, lo, hi, &cx0, &cy0, &cx1, &cy1);
+    // A small query's rows: their starts, then their slots, fetched before
+    // any is read.
+    if (cy1 - cy0 < 4 && cx1 - cx0 < 8) {
+        for (int32_t cy = cy0; cy <= cy1; ++cy) {
+            PG_PREFETCH(&L->start[cy * L->cols + cx0]);
+            PG_PREFETCH(&L->start[cy * L->cols + cx1 + 1]);
+        }
+        for (int32_t cy = cy0; cy <= cy1; ++cy) {
+            const int32_t s0 = L->start[cy * L->cols + cx0], s1 = L->start[cy * L->cols + cx1 + 1];
+            for (int32_t s = s0; s < s1; s += 16) {
+                PG_PREFETCH(&L->order[s]);
+                PG_PREFETCH(&L->sq[s]);
+            }
+        }
+    }
+    pg_query_batch b;
+    b.n = 0;
     for (int32_t cy = cy0; cy <= cy1; ++cy) {
         for (int32_t cx = cx0; cx <= cx1; ++cx) {
             const int32_t c = cy * L->cols + cx;
@@ -634,11 +681,13 @@ static bool pg_query_level(const pg_level *L, const qg_rect *boxes, qg_rect area
                 if ((p.x < lo.x) | (p.x > hi.x) | (p.y < lo.y) | (p.y > hi.y))
                     continue;
                 stats->elements_tested++;
-                if (qg_overlaps(boxes[h], area) && !fn(h, user))
+                if (!pg_query_queue(boxes, area, &b, h, fn, user))
                     return false;
             }
         }
     }
+    if (!pg_query_flush(boxes, area, &b, fn, user))
+        return false;
     if (L->tail == 0)
         return true;
     const int32_t tx0 = lo.x >> PG_QBITS, tx1 = hi.x >> PG_QBITS;
