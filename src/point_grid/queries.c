@@ -83,12 +83,14 @@ typedef struct pg_qray {
     float dx, dy;     ///< direction in quanta per unit of t
     float ix, iy;     ///< 1 / dx, 1 / dy (unused when 0)
     float tol;        ///< quanta of rounding allowed
+    float max_t0;     ///< max_t when the level's walk began
     float padq_x, padq_y;
 } pg_qray;
 
 static pg_qray pg_qray_of(const pg_level *L, const qg_ray *r)
 {
     pg_qray q = {0};
+    q.max_t0 = r->max_t;
     q.padq_x = L->pad * L->sx;
     q.padq_y = L->pad * L->sy;
     if (!isfinite(r->max_t) || !(q.padq_x < 4096.0f) || !(q.padq_y < 4096.0f))
@@ -177,16 +179,107 @@ static inline bool pg_ray_queue(const qg_rect *boxes, qg_ray *r, pg_ray_batch *b
     return b->n < PG_RAY_BATCH || pg_ray_flush(boxes, r, b);
 }
 
+#if defined(__SSE2__)
+/// The slots [s0, s1) of interior cell (cx, cy) of a fresh level, four at a
+/// time: pg_qray_may_hit on the quantized hull of each (a slab test in
+/// fixed point), the survivors queued. False when the callback stopped.
+static bool pg_ray_cell_sse(const pg_level *L, const qg_rect *boxes, qg_ray *r, const pg_qray *q, pg_ray_batch *b,
+                            int32_t cx, int32_t cy, int32_t s0, int32_t s1)
+{
+    const __m128i vbx = _mm_set1_epi32((cx << PG_QBITS) - PG_M), vby = _mm_set1_epi32((cy << PG_QBITS) - PG_M);
+    const __m128i byte = _mm_set1_epi32(0xFF), nib = _mm_set1_epi32(15), dead = _mm_set1_epi32(PG_MAX_HANDLES);
+    const __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
+    const __m128 unit_x = _mm_set1_ps((float)L->unit_x), unit_y = _mm_set1_ps((float)L->unit_y);
+    const __m128 vpadx = _mm_set1_ps(q->padq_x + 1.0f), vpady = _mm_set1_ps(q->padq_y + 1.0f);
+    const __m128 one = _mm_set1_ps(1.0f), tol = _mm_set1_ps(q->tol), inf = _mm_set1_ps(INFINITY);
+    const __m128 ox = _mm_set1_ps(q->ox), oy = _mm_set1_ps(q->oy), ix = _mm_set1_ps(q->ix), iy = _mm_set1_ps(q->iy);
+    // A zero direction on an axis: the origin must lie in the slab.
+    const __m128 flat_x = _mm_castsi128_ps(_mm_set1_epi32(q->dx == 0.0f ? -1 : 0));
+    const __m128 flat_y = _mm_castsi128_ps(_mm_set1_epi32(q->dy == 0.0f ? -1 : 0));
+    for (int32_t s = s0; s < s1; s += 4) {
+        // Slots past the cell's end are read (order and sq keep PG_PAD
+        // slots of slack) and masked off.
+        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)&L->order[s]);
+        const __m128i qq =
+            _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)(const void *)&L->sq[s]), _mm_setzero_si128());
+        const __m128 px = _mm_cvtepi32_ps(_mm_add_epi32(vbx, _mm_and_si128(qq, byte)));
+        const __m128 py = _mm_cvtepi32_ps(_mm_add_epi32(vby, _mm_srli_epi32(qq, 8)));
+        const __m128i nx = _mm_and_si128(_mm_srli_epi32(v, 24), nib), ny = _mm_srli_epi32(v, 28);
+        const __m128 fx = _mm_castsi128_ps(_mm_cmpeq_epi32(nx, nib)), fy = _mm_castsi128_ps(_mm_cmpeq_epi32(ny, nib));
+        const __m128 wx = _mm_or_ps(_mm_and_ps(fx, vpadx),
+                                    _mm_andnot_ps(fx, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(nx), unit_x), one)));
+        const __m128 wy = _mm_or_ps(_mm_and_ps(fy, vpady),
+                                    _mm_andnot_ps(fy, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(ny), unit_y), one)));
+        const __m128 x0 = _mm_sub_ps(px, tol), x1 = _mm_add_ps(_mm_add_ps(px, wx), tol);
+        const __m128 y0 = _mm_sub_ps(py, tol), y1 = _mm_add_ps(_mm_add_ps(py, wy), tol);
+        // Slab parameters; on a flat axis, all or nothing by the origin.
+        const __m128 ax = _mm_mul_ps(_mm_sub_ps(x0, ox), ix), bx = _mm_mul_ps(_mm_sub_ps(x1, ox), ix);
+        const __m128 ay = _mm_mul_ps(_mm_sub_ps(y0, oy), iy), by = _mm_mul_ps(_mm_sub_ps(y1, oy), iy);
+        const __m128 in_x = _mm_and_ps(_mm_cmpge_ps(ox, x0), _mm_cmple_ps(ox, x1));
+        const __m128 in_y = _mm_and_ps(_mm_cmpge_ps(oy, y0), _mm_cmple_ps(oy, y1));
+        const __m128 lo_x = _mm_or_ps(_mm_andnot_ps(flat_x, _mm_min_ps(ax, bx)),
+                                      _mm_and_ps(flat_x, _mm_andnot_ps(in_x, inf)));
+        const __m128 hi_x = _mm_or_ps(_mm_andnot_ps(flat_x, _mm_max_ps(ax, bx)), _mm_and_ps(flat_x, inf));
+        const __m128 lo_y = _mm_or_ps(_mm_andnot_ps(flat_y, _mm_min_ps(ay, by)),
+                                      _mm_and_ps(flat_y, _mm_andnot_ps(in_y, inf)));
+        const __m128 hi_y = _mm_or_ps(_mm_andnot_ps(flat_y, _mm_max_ps(ay, by)), _mm_and_ps(flat_y, inf));
+        const __m128 t0 = _mm_max_ps(_mm_max_ps(lo_x, lo_y), _mm_setzero_ps());
+        const __m128 t1 = _mm_min_ps(_mm_min_ps(hi_x, hi_y), _mm_set1_ps(r->max_t));
+        // The relative slack of pg_qray_may_hit: the two parametrisations
+        // round differently.
+        const __m128 slack = _mm_mul_ps(_mm_set1_ps(1e-6f), _mm_add_ps(_mm_max_ps(t1, _mm_sub_ps(_mm_setzero_ps(), t1)), one));
+        const __m128i live = _mm_andnot_si128(_mm_cmpeq_epi32(_mm_and_si128(v, dead), dead),
+                                              _mm_cmplt_epi32(lane, _mm_set1_epi32(s1 - s)));
+        int mask = _mm_movemask_ps(_mm_and_ps(_mm_cmple_ps(t0, _mm_add_ps(t1, slack)), _mm_castsi128_ps(live)));
+        if (mask == 0)
+            continue;
+        uint32_t hv[4];
+        _mm_storeu_si128((__m128i *)(void *)hv, v);
+        while (mask != 0) {
+            const int i = __builtin_ctz((unsigned)mask);
+            mask &= mask - 1;
+            if (!pg_ray_queue(boxes, r, b, (qg_handle)(hv[i] & PG_MAX_HANDLES)))
+                return false;
+        }
+    }
+    return true;
+}
+#endif
+
 /// The cells of row cy in [cx0, cx1], walked in the direction `step`;
 /// false when the callback stopped the cast.
 static bool pg_ray_row(const pg_level *L, const qg_rect *boxes, qg_ray *r, const pg_qray *q, pg_ray_batch *b,
                        int32_t cy, int32_t cx0, int32_t cx1, int32_t step)
 {
     const bool inner_row = cy > 0 && cy < L->rows - 1;
+    const float inv = r->dx != 0.0f && fabsf(r->dx) > 1e-30f ? 1.0f / r->dx : 0.0f;
     for (int32_t cx = step > 0 ? cx0 : cx1; step > 0 ? cx <= cx1 : cx >= cx0; cx += step) {
         const int32_t c = cy * L->cols + cx;
         const int32_t s0 = L->start[c], s1 = L->start[c + 1];
-        const bool filter = q->on && L->fresh && inner_row && cx > 0 && cx < L->cols - 1;
+        const bool inner = inner_row && cx > 0 && cx < L->cols - 1;
+        if (inv != 0.0f && inner) {
+            // Where the segment reaches the x this cell's boxes start at
+            // (going right: their min corners' least x; going left: the
+            // most their max corners reach): past the current max_t, this
+            // cell and the rest of the row are out of reach. Once the
+            // callback has shrunk max_t (a closest-hit cast) what was queued
+            // is tested first, so a hit can end the row; before that the
+            // row's candidates are tested together, their misses overlapped.
+            if (b->n >= (r->max_t < q->max_t0 ? 1 : 8) && !pg_ray_flush(boxes, r, b))
+                return false;
+            const float edge = step > 0 ? pg_world_at(L->ox, L->sx, (int64_t)cx * PG_Q - PG_M, -1)
+                                        : pg_world_at(L->ox, L->sx, (int64_t)cx * PG_Q + PG_Q + PG_M, +1) + L->pad;
+            if ((edge - r->ox) * inv > r->max_t * (1.0f + 1e-6f) + 1e-30f)
+                break;
+        }
+        const bool filter = q->on && L->fresh && inner;
+#if defined(__SSE2__)
+        if (filter) {
+            if (!pg_ray_cell_sse(L, boxes, r, q, b, cx, cy, s0, s1))
+                return false;
+            continue;
+        }
+#endif
         for (int32_t s = s0; s < s1; ++s) {
             const uint32_t v = L->order[s];
             if ((v & PG_MAX_HANDLES) == PG_MAX_HANDLES)
@@ -207,6 +300,60 @@ static bool pg_ray_row(const pg_level *L, const qg_rect *boxes, qg_ray *r, const
 }
 
 /// The ray over one level; false when the callback stopped the cast.
+/// One row of a ray's walk: its columns (with and without the margins) and
+/// the parameter at which the segment enters its band.
+typedef struct pg_ray_span_row {
+    int32_t cy, cx0, cx1, tx0, tx1;
+    float ta;
+} pg_ray_span_row;
+
+/// Rows a ray's walk plans (and prefetches) at a time.
+#define PG_RAY_ROWS 32
+
+/// The columns of row cy the segment's band reaches; false when the segment
+/// misses the band.
+static bool pg_ray_plan_row(const pg_level *L, const qg_ray *r, int32_t cy, pg_ray_span_row *out)
+{
+    // The segment's parameters where its y can touch a box whose min corner
+    // this row lists.
+    float blo, bhi;
+    pg_band(L->oy, L->sy, cy, L->rows, &blo, &bhi);
+    float ta, tb;
+    if (!qg_ray_span(r, (qg_rect){-INFINITY, blo, INFINITY, bhi + L->pad}, &ta, &tb))
+        return false;
+    float xa = r->ox, xb = r->ox;
+    if (r->dx != 0.0f) {
+        xa = r->ox + ta * r->dx;
+        xb = r->ox + tb * r->dx;
+    }
+    const float xlo = xa < xb ? xa : xb, xhi = xa < xb ? xb : xa;
+    const float xh = pg_hair(xlo, xhi) + pg_hair(r->ox, 0.0f);
+    const int32_t qx0 = pg_map(pg_widen(L, xlo) - xh, L->ox, L->sx, L->gmaxf_x);
+    const int32_t qx1 = pg_map(xhi + xh, L->ox, L->sx, L->gmaxf_x);
+    out->cy = cy;
+    out->cx0 = qx0 > PG_M ? (qx0 - PG_M) >> PG_QBITS : 0;
+    out->cx1 = (qx1 + PG_M) >> PG_QBITS;
+    if (out->cx1 >= L->cols)
+        out->cx1 = L->cols - 1;
+    out->tx0 = qx0 >> PG_QBITS;
+    out->tx1 = qx1 >> PG_QBITS;
+    out->ta = ta;
+    return true;
+}
+
+/// Fetches a planned row's slots (its starts were fetched when planned).
+static inline void pg_ray_prefetch_slots(const pg_level *L, const pg_ray_span_row *w)
+{
+    const int32_t s0 = L->start[w->cy * L->cols + w->cx0], s1 = L->start[w->cy * L->cols + w->cx1 + 1];
+    for (int32_t s = s0; s < s1 && s < s0 + 64; s += 16) {
+        PG_PREFETCH(&L->order[s]);
+        PG_PREFETCH(&L->sq[s]);
+    }
+}
+
+/// The ray over one level; false when the callback stopped the cast. Rows
+/// are planned PG_RAY_ROWS at a time with their starts prefetched, and
+/// each row's slots are prefetched while the row before it is read.
 static bool pg_ray_level(const pg_level *L, const qg_rect *boxes, qg_ray *r)
 {
     const pg_qray q = pg_qray_of(L, r);
@@ -220,48 +367,43 @@ static bool pg_ray_level(const pg_level *L, const qg_rect *boxes, qg_ray *r)
     if (ry1 >= L->rows)
         ry1 = L->rows - 1;
     const int32_t ystep = r->dy < 0.0f ? -1 : 1, xstep = r->dx < 0.0f ? -1 : 1;
-    for (int32_t cy = ystep > 0 ? ry0 : ry1; ystep > 0 ? cy <= ry1 : cy >= ry0; cy += ystep) {
-        // The segment's parameters where its y can touch a box whose min
-        // corner this row lists.
-        float blo, bhi;
-        pg_band(L->oy, L->sy, cy, L->rows, &blo, &bhi);
-        float ta, tb;
-        if (!qg_ray_span(r, (qg_rect){-INFINITY, blo, INFINITY, bhi + L->pad}, &ta, &tb))
-            continue;
-        float xa = r->ox, xb = r->ox;
-        if (r->dx != 0.0f) {
-            xa = r->ox + ta * r->dx;
-            xb = r->ox + tb * r->dx;
+    int32_t cy = ystep > 0 ? ry0 : ry1;
+    const int32_t last = ystep > 0 ? ry1 : ry0;
+    pg_ray_span_row plan[PG_RAY_ROWS];
+    for (;;) {
+        int32_t n = 0;
+        for (; n < PG_RAY_ROWS && (ystep > 0 ? cy <= last : cy >= last); cy += ystep) {
+            if (!pg_ray_plan_row(L, r, cy, &plan[n]))
+                continue;
+            PG_PREFETCH(&L->start[plan[n].cy * L->cols + plan[n].cx0]);
+            PG_PREFETCH(&L->start[plan[n].cy * L->cols + plan[n].cx1 + 1]);
+            n++;
         }
-        const float xlo = xa < xb ? xa : xb, xhi = xa < xb ? xb : xa;
-        const float xh = pg_hair(xlo, xhi) + pg_hair(r->ox, 0.0f);
-        const int32_t qx0 = pg_map(pg_widen(L, xlo) - xh, L->ox, L->sx, L->gmaxf_x);
-        const int32_t qx1 = pg_map(xhi + xh, L->ox, L->sx, L->gmaxf_x);
-        int32_t cx0 = qx0 > PG_M ? (qx0 - PG_M) >> PG_QBITS : 0, cx1 = (qx1 + PG_M) >> PG_QBITS;
-        if (cx1 >= L->cols)
-            cx1 = L->cols - 1;
-        pg_ray_batch b;
-        b.n = 0;
-        if (!pg_ray_row(L, boxes, r, &q, &b, cy, cx0, cx1, xstep))
-            return false;
-        if (L->tail == 0) {
+        if (n == 0)
+            return true;
+        pg_ray_prefetch_slots(L, &plan[0]);
+        for (int32_t i = 0; i < n; ++i) {
+            const pg_ray_span_row *w = &plan[i];
+            if (i + 1 < n)
+                pg_ray_prefetch_slots(L, &plan[i + 1]);
+            if (w->ta > r->max_t)
+                continue; // a closer hit since the plan
+            pg_ray_batch b;
+            b.n = 0;
+            if (!pg_ray_row(L, boxes, r, &q, &b, w->cy, w->cx0, w->cx1, xstep))
+                return false;
+            // The row's tail: points of this row (no margins) in those columns.
+            for (uint32_t t = L->tail == 0 ? PG_TAIL_END : L->tail_head[w->cy]; t != PG_TAIL_END;) {
+                const int32_t s = L->listed + (int32_t)t;
+                const qg_handle h = pg_order(L, s);
+                t = L->sq[s];
+                if (h >= 0 && pg_tail_in_cols(L, s, w->tx0, w->tx1) && !pg_ray_queue(boxes, r, &b, h))
+                    return false;
+            }
             if (!pg_ray_flush(boxes, r, &b))
                 return false;
-            continue;
         }
-        // The row's tail: points of this row (no margins) in those columns.
-        const int32_t tx0 = qx0 >> PG_QBITS, tx1 = qx1 >> PG_QBITS;
-        for (uint32_t t = L->tail_head[cy]; t != PG_TAIL_END;) {
-            const int32_t s = L->listed + (int32_t)t;
-            const qg_handle h = pg_order(L, s);
-            t = L->sq[s];
-            if (h >= 0 && pg_tail_in_cols(L, s, tx0, tx1) && !pg_ray_queue(boxes, r, &b, h))
-                return false;
-        }
-        if (!pg_ray_flush(boxes, r, &b))
-            return false;
     }
-    return true;
 }
 
 void qg_pg_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
