@@ -192,9 +192,10 @@ static void near_sift_down(qg_near *c, int32_t i, qg_handle h, float d)
 
 void qg_near_push(qg_near *c, qg_handle h, float d)
 {
-    for (int32_t i = 0; i < c->n; ++i) // offered twice (a kind listing it in two cells)
-        if (c->heap[i] == h)
-            return;
+    if (!c->once)
+        for (int32_t i = 0; i < c->n; ++i) // offered twice (a kind listing it in two cells)
+            if (c->heap[i] == h)
+                return;
     if (c->n == c->k) {
         near_sift_down(c, 0, h, d);
         return;

@@ -170,6 +170,7 @@ typedef struct qg_near {
     float max_d2;    ///< the caller's limit
     qg_handle *heap; ///< the caller's handles array
     int32_t n, k;
+    bool once; ///< the kind offers each element at most once: no look for a second offer
     float d2[QG_NEAR_CACHE]; ///< heap[i]'s distance2 when k <= QG_NEAR_CACHE
 } qg_near;
 
@@ -183,6 +184,7 @@ static inline void qg_near_start(qg_near *c, const qg_index *index, float x, flo
     c->heap = handles;
     c->n = 0;
     c->k = k;
+    c->once = false;
 }
 
 static inline bool qg_near_before(float da, qg_handle a, float db, qg_handle b)

@@ -653,7 +653,8 @@ static float pg_ring_bound(const pg_level *L, const pg_near_at *a, int32_t pcx, 
 static inline void pg_near_visit(const pg_level *L, const qg_rect *boxes, qg_near *c, pg_near_batch *b,
                                  const pg_near_at *a, int32_t cx, int32_t cy, float qx, float qy, bool near_world)
 {
-    if (pg_cell_bound(L, a, cx, cy) > qg_near_bound(c))
+    const float bound = qg_near_bound(c), limit = pg_near_limit(c, b);
+    if (pg_cell_bound(L, a, cx, cy) > (bound < limit ? bound : limit))
         return;
     pg_near_cell(L, boxes, c, b, cx, cy, qx, qy,
                  near_world && cx > 0 && cx < L->cols - 1 && cy > 0 && cy < L->rows - 1);
@@ -717,9 +718,23 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
     for (int32_t r = 0; r <= far; ++r) {
         if (r != 1) // rings 0 and 1 are read as one
             pg_near_flush(boxes, c, &b);
-        if (pg_ring_bound(L, &a, pcx, pcy, r) > qg_near_bound(c)) {
+        // The queued candidates' limit prunes as the heap's bound does (the
+        // queue is tested before the search ends).
+        const float bound = qg_near_bound(c), limit = pg_near_limit(c, &b);
+        if (pg_ring_bound(L, &a, pcx, pcy, r) > (bound < limit ? bound : limit)) {
             reach = r - 1;
             break;
+        }
+        if (r == 1) {
+            // The four sides before the corners: the corners are the
+            // farthest, and the sides' candidates may rule them out.
+            static const int8_t order[8][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}, {1, 1}, {-1, 1}, {1, -1}, {-1, -1}};
+            for (int32_t i = 0; i < 8; ++i) {
+                const int32_t cx = pcx + order[i][0], cy = pcy + order[i][1];
+                if (cx >= 0 && cy >= 0 && cx < L->cols && cy < L->rows)
+                    pg_near_visit(L, boxes, c, &b, &a, cx, cy, qx, qy, near_world);
+            }
+            continue;
         }
         const int32_t y0 = pcy - r, y1 = pcy + r, x0 = pcx - r, x1 = pcx + r;
         const int32_t cy_lo = y0 < 0 ? 0 : y0, cy_hi = y1 < L->rows ? y1 : L->rows - 1;
@@ -763,6 +778,7 @@ int32_t qg_pg_nearest(const qg_index *index, float x, float y, int32_t k, float 
     const point_grid *g = (const point_grid *)index;
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    c.once = true; // every element is listed once
     for (int32_t l = 0; l < PG_LEVELS; ++l)
         if (g->level[l].count > 0)
             pg_near_level(&g->level[l], index->boxes, &c);
