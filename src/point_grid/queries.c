@@ -726,13 +726,31 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
             break;
         }
         if (r == 1) {
-            // The four sides before the corners: the corners are the
-            // farthest, and the sides' candidates may rule them out.
-            static const int8_t order[8][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}, {1, 1}, {-1, 1}, {1, -1}, {-1, -1}};
-            for (int32_t i = 0; i < 8; ++i) {
-                const int32_t cx = pcx + order[i][0], cy = pcy + order[i][1];
-                if (cx >= 0 && cy >= 0 && cx < L->cols && cy < L->rows)
-                    pg_near_visit(L, boxes, c, &b, &a, cx, cy, qx, qy, near_world);
+            // Ring 1 nearest cell first: once a cell's bound passes the
+            // limit the queued candidates set, so do the rest.
+            float cb[8];
+            int32_t cc[8], m = 0;
+            for (int32_t dy = -1; dy <= 1; ++dy)
+                for (int32_t dx = -1; dx <= 1; ++dx) {
+                    const int32_t cx = pcx + dx, cy = pcy + dy;
+                    if ((dx | dy) == 0 || cx < 0 || cy < 0 || cx >= L->cols || cy >= L->rows)
+                        continue;
+                    const float d = pg_cell_bound(L, &a, cx, cy);
+                    int32_t j = m++;
+                    for (; j > 0 && cb[j - 1] > d; --j) {
+                        cb[j] = cb[j - 1];
+                        cc[j] = cc[j - 1];
+                    }
+                    cb[j] = d;
+                    cc[j] = cy * L->cols + cx;
+                }
+            for (int32_t i = 0; i < m; ++i) {
+                const float hb = qg_near_bound(c), lim = pg_near_limit(c, &b);
+                if (cb[i] > (hb < lim ? hb : lim))
+                    break;
+                const int32_t cx = cc[i] % L->cols, cy = cc[i] / L->cols;
+                pg_near_cell(L, boxes, c, &b, cx, cy, qx, qy,
+                             near_world && cx > 0 && cx < L->cols - 1 && cy > 0 && cy < L->rows - 1);
             }
             continue;
         }
