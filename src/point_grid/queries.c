@@ -14,24 +14,39 @@
 //   the x the segment has there, and so the columns whose points can reach
 //   it. Border rows and columns take clamped points from outside the world,
 //   so their bands reach to infinity on the outer side.
-// - Cells are walked in the direction of dx; a row whose entry parameter is
-//   past the current max_t (the callback shrinks it) is skipped, so a
-//   closest-hit cast stops reading rows past its best hit.
+// - Rows are planned 32 at a time, their starts prefetched, and each row's
+//   slots prefetched while the row before it is read: the walk's cache
+//   misses overlap instead of following one another.
+// - Cells are walked in the direction of dx. A row whose entry parameter is
+//   past the current max_t (the callback shrinks it) is skipped, and so is
+//   the rest of a row once a cell's boxes start past it.
 // - Before a candidate's box is read (a cache miss: handles are spatially
 //   random), its point and size byte, already in the slot, bound the box
 //   to a few quanta, and a slab test in the level's fixed-point coordinates
 //   (the mapping is affine, so t is the same there) with a tolerance of a
-//   few quanta drops most candidates. Only interior cells use it (border
-//   cells hold clamped points), and only while the mapped ray stays small
-//   enough for float rounding to stay under that tolerance.
+//   few quanta drops most candidates, four slots at a time with SSE2. Only
+//   interior cells use it (border cells hold clamped points), and only
+//   while the mapped ray stays small enough for float rounding to stay
+//   under that tolerance.
+// - The survivors' boxes are prefetched and tested together at the end of
+//   the row (all hits: the misses overlap); once the callback has shrunk
+//   max_t (closest hit) they are tested cell by cell, so a hit ends the
+//   walk early.
 //
-// Nearest, per level, rings of cells around the point's cell: a ring r
-// cells out is at least (r - 1) cells minus the margins and the level's pad
-// away, so the rings stop once that lower bound passes the k-th best
-// distance held (qg_near_bound). Candidates are again bounded by point and
-// size byte before their box is read. Tail elements are read per row, for
-// the rows the final bound still reaches. The finest level goes first: its
-// hits bound the coarser levels' rings at once.
+// Nearest, per level, rings of cells around the point's cell:
+// - Each cell has an exact lower bound of the distance to anything it lists
+//   (its points' range widened by the margins, its boxes' by the pad), a
+//   ring the least of its cells'; a cell or ring past the k-th best
+//   distance is skipped, and the rings stop there.
+// - Slots are bounded four at a time (SSE2) from point and size byte, from
+//   below (the quantized hull) and from above (the box holds its min
+//   corner's quantum). The k smallest upper bounds queued make a limit no
+//   farther candidate can pass, so of the candidates only those a lower
+//   bound puts within it are queued and their boxes read (12 a query on the
+//   `knn` workload, of 81 slots), prefetched when queued, tested at the end
+//   of the ring. Ring 1 goes nearest cell first.
+// - Tail elements are read per row, for the rows the final bound reaches.
+//   The finest level goes first: its hits bound the coarser levels' rings.
 #include "point_grid.h"
 
 #include "../query_util.h"
