@@ -134,4 +134,19 @@ static qg_status grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_h
     return gr_move_many(&((grid *)index)->g, NULL, index, jobs, handles, boxes, n);
 }
 
-QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many);
+static void grid_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                         void *user)
+{
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    gr_raycast(&((const grid *)index)->g, index, &r);
+}
+
+static int32_t grid_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                            qg_handle *handles, float *distances2)
+{
+    (void)distances2; // qg_nearest fills them from the boxes
+    return gr_nearest(&((const grid *)index)->g, index, x, y, k, max_distance2, handles);
+}
+
+QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
+                 .raycast = grid_raycast, .nearest = grid_nearest);

@@ -331,5 +331,19 @@ static qg_status multi_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
     return gr_move_many(&mg->g, &mg->bits, index, jobs, handles, boxes, n);
 }
 
+static void multi_grid_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                               qg_ray_fn *fn, void *user)
+{
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    gr_raycast(&((const multi_grid *)index)->g, index, &r);
+}
+
+static int32_t multi_grid_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                  qg_handle *handles, float *distances2)
+{
+    (void)distances2; // qg_nearest fills them from the boxes
+    return gr_nearest(&((const multi_grid *)index)->g, index, x, y, k, max_distance2, handles);
+}
+
 QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .pairs_part = multi_grid_pairs_part,
-                 .move_many = multi_grid_move_many);
+                 .move_many = multi_grid_move_many, .raycast = multi_grid_raycast, .nearest = multi_grid_nearest);
