@@ -1710,10 +1710,22 @@ static inline void gr_near_cell(const gr_row *row, int32_t x, const qg_rect *box
     }
 }
 
-/// Offers the elements of unwrapped cell (ux, uy) unless the cell's widened
-/// box is farther than the bound: an element that could still enter has
-/// its nearest point in a cell no farther than that, and is listed there.
-static inline void gr_near_visit(const gr_grid *g, int64_t ux, int64_t uy, const qg_rect *boxes, qg_near *c)
+/// Offers the elements of the batch's cells, their boxes prefetched first
+/// (as a ray's, gr_prefetch_lists). Returns 0, the batch's new size.
+static inline int gr_near_flush(const gr_ray_cellref *batch, int n, const qg_rect *boxes, qg_near *c)
+{
+    gr_prefetch_lists(batch, n, boxes);
+    for (int i = 0; i < n; ++i)
+        gr_near_cell(batch[i].row, batch[i].x, boxes, c);
+    return 0;
+}
+
+/// Adds unwrapped cell (ux, uy) to the batch unless it is empty or its
+/// widened box is farther than the bound: an element that could still
+/// enter has its nearest point in a cell no farther than that, and is
+/// listed there. Flushes a full batch.
+static inline void gr_near_visit(const gr_grid *g, int64_t ux, int64_t uy, const qg_rect *boxes, qg_near *c,
+                                 gr_ray_cellref *batch, int *n)
 {
     const gr_row *row = &g->rows[uy & g->my];
     const int32_t x = (int32_t)(ux & g->mx);
@@ -1732,7 +1744,9 @@ static inline void gr_near_visit(const gr_grid *g, int64_t ux, int64_t uy, const
     ey = ey > 0.0 ? ey : 0.0;
     if (ex * ex + ey * ey > (double)qg_near_bound(c))
         return;
-    gr_near_cell(row, x, boxes, c);
+    batch[(*n)++] = (gr_ray_cellref){row, x, (int32_t)ux, (int32_t)uy, 0.0};
+    if (*n == GR_RAY_BATCH)
+        *n = gr_near_flush(batch, *n, boxes, c);
 }
 
 /// qg_nearest for both grids: the wide list, then rings of unwrapped cells
@@ -1762,6 +1776,8 @@ static inline int32_t gr_nearest(const gr_grid *g, const qg_index *index, float 
     r0 = qy - re.y1 > r0 ? qy - re.y1 : r0;
     const int64_t budget = (int64_t)g->cols * g->nrows;
     int64_t seen = 0;
+    gr_ray_cellref batch[GR_RAY_BATCH];
+    int n = 0;
     for (int64_t r = r0;; ++r) {
         if (r > 0) {
             // Cells of this ring and beyond lie outside the square of the
@@ -1812,17 +1828,23 @@ static inline int32_t gr_nearest(const gr_grid *g, const qg_index *index, float 
         }
         for (int64_t ux = ax; ux <= bx; ++ux) {
             if (bottom)
-                gr_near_visit(g, ux, qy - r, boxes, &c);
+                gr_near_visit(g, ux, qy - r, boxes, &c, batch, &n);
             if (top)
-                gr_near_visit(g, ux, qy + r, boxes, &c);
+                gr_near_visit(g, ux, qy + r, boxes, &c, batch, &n);
         }
         for (int64_t uy = ay; uy <= by; ++uy) {
             if (left)
-                gr_near_visit(g, qx - r, uy, boxes, &c);
+                gr_near_visit(g, qx - r, uy, boxes, &c, batch, &n);
             if (right)
-                gr_near_visit(g, qx + r, uy, boxes, &c);
+                gr_near_visit(g, qx + r, uy, boxes, &c, batch, &n);
         }
+        // The next ring's bound needs this ring's offers; the first ring
+        // (mostly the point's own cell, too few elements to fill the heap)
+        // shares its batch with the next.
+        if (r > r0)
+            n = gr_near_flush(batch, n, boxes, &c);
     }
+    (void)gr_near_flush(batch, n, boxes, &c);
     return qg_near_finish(&c);
 }
 
