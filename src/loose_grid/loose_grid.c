@@ -817,10 +817,39 @@ static void loose_grid_raycast(const qg_index *index, float ox, float oy, float 
     }
 }
 
-/// Offers the elements of the loose cells that tight cell (tx, ty) owns for
-/// the point (the box's point nearest to it maps to (tx, ty)) and that are
-/// not farther than the bound, unless the cell's own widened box is.
-static void lg_near_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_near *q)
+/// Loose cells a nearest search gathered, with their boxes' distance2.
+#define LG_NEAR_BATCH 128
+
+typedef struct lg_near_cell {
+    float d2;
+    int32_t i;
+} lg_near_cell;
+
+/// Offers the gathered loose cells' elements, nearest cell first: the bound
+/// falls fastest that way, and a cell farther than it ends the batch (its
+/// elements lie in its box: none is nearer). Returns 0, the batch's new size.
+static int lg_near_flush(const loose_grid *g, lg_near_cell *cells, int n, qg_near *q)
+{
+    for (int a = 1; a < n; ++a) { // insertion sort: a few dozen cells
+        const lg_near_cell v = cells[a];
+        int b = a;
+        for (; b > 0 && cells[b - 1].d2 > v.d2; --b)
+            cells[b] = cells[b - 1];
+        cells[b] = v;
+    }
+    for (int a = 0; a < n; ++a) {
+        if (cells[a].d2 > qg_near_bound(q))
+            break;
+        for (int32_t k = g->loose[cells[a].i].head; k >= 0; k = g->next[k])
+            qg_near_offer(q, g->items[k].h, qg_point_box_d2_fast(lg_item_box(g, k), q->x, q->y));
+    }
+    return 0;
+}
+
+/// Gathers the loose cells that tight cell (tx, ty) owns for the point (the
+/// box's point nearest to it maps to (tx, ty)) and that are not farther
+/// than the bound, unless the tight cell's own widened box is.
+static void lg_near_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_near *q, lg_near_cell *cells, int *n)
 {
     int32_t e = g->tight[ty * g->tcols + tx];
     if (e < 0)
@@ -834,18 +863,20 @@ static void lg_near_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_near *
     if (ex * ex + ey * ey > (double)qg_near_bound(q))
         return;
     for (; e >= 0; e = g->links.data[e].next) {
-        const lg_loose *c = &g->loose[g->links.data[e].element];
+        const int32_t i = g->links.data[e].element;
+        const lg_loose *c = &g->loose[i];
         const qg_rect lb = {c->l, c->t, c->r, c->b};
-        // Its elements lie in its box: none is nearer than the box.
-        if (qg_point_box_d2_fast(lb, q->x, q->y) > qg_near_bound(q))
+        const float d2 = qg_point_box_d2_fast(lb, q->x, q->y);
+        if (d2 > qg_near_bound(q))
             continue;
         const float px = q->x < lb.min_x ? lb.min_x : (q->x > lb.max_x ? lb.max_x : q->x);
         const float py = q->y < lb.min_y ? lb.min_y : (q->y > lb.max_y ? lb.max_y : q->y);
         const lg_range p = lg_range_of(g, px, py, px, py);
         if (p.x0 != tx || p.y0 != ty)
             continue;
-        for (int32_t k = c->head; k >= 0; k = g->next[k])
-            qg_near_offer(q, g->items[k].h, qg_point_box_d2_fast(lg_item_box(g, k), q->x, q->y));
+        cells[(*n)++] = (lg_near_cell){d2, i};
+        if (*n == LG_NEAR_BATCH)
+            *n = lg_near_flush(g, cells, *n, q);
     }
 }
 
@@ -863,6 +894,8 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
     qg_near_start(&q, index, x, y, k, max_distance2, handles);
     const int32_t lastx = g->tcols - 1, lasty = g->trows - 1;
     const int32_t qx = lg_map(x, g->ox, g->tsx, lastx), qy = lg_map(y, g->oy, g->tsy, lasty);
+    lg_near_cell cells[LG_NEAR_BATCH];
+    int n = 0;
     for (int32_t r = 0;; ++r) {
         if (r > 0) {
             // Cells of this ring and beyond lie outside the square of the
@@ -899,17 +932,22 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
         const bool left = qx - r >= 0, right = r > 0 && qx + r <= lastx;
         for (int32_t ux = ax; ux <= bx; ++ux) {
             if (bottom)
-                lg_near_tight(g, ux, qy - r, &q);
+                lg_near_tight(g, ux, qy - r, &q, cells, &n);
             if (top)
-                lg_near_tight(g, ux, qy + r, &q);
+                lg_near_tight(g, ux, qy + r, &q, cells, &n);
         }
         for (int32_t uy = ay; uy <= by; ++uy) {
             if (left)
-                lg_near_tight(g, qx - r, uy, &q);
+                lg_near_tight(g, qx - r, uy, &q, cells, &n);
             if (right)
-                lg_near_tight(g, qx + r, uy, &q);
+                lg_near_tight(g, qx + r, uy, &q, cells, &n);
         }
+        // The next ring's bound needs this ring's offers; the first ring
+        // (the point's own tight cell) shares its batch with the next.
+        if (r > 0)
+            n = lg_near_flush(g, cells, n, &q);
     }
+    (void)lg_near_flush(g, cells, n, &q);
     return qg_near_finish(&q);
 }
 
