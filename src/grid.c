@@ -148,5 +148,11 @@ static int32_t grid_nearest(const qg_index *index, float x, float y, int32_t k, 
     return gr_nearest(&((const grid *)index)->g, index, x, y, k, max_distance2, handles);
 }
 
+static qg_status grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    return gr_insert_many(&((grid *)index)->g, NULL, index, txn, handles, n);
+}
+
 QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
-                 .raycast = grid_raycast, .nearest = grid_nearest);
+                 .raycast = grid_raycast, .nearest = grid_nearest,
+                 .insert_many = grid_insert_many);

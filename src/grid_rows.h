@@ -1308,6 +1308,139 @@ out:
     return s;
 }
 
+/// qg_insert_many for both grids (bits: QG_MULTI_GRID's bitset, else NULL).
+/// The boxes are bucketed by row, then each row's new nodes are written
+/// cell by cell, so a cell's new nodes are contiguous (in handle order):
+/// the walks of a ray cast or a nearest search, which follow a cell's list,
+/// then read one or two cache lines per cell instead of a scattered node
+/// per element (one-at-a-time inserts leave a row's nodes in insertion
+/// order). A row holding free slots takes its nodes through its free list
+/// as gr_link does. Every allocation comes first (the wide list through
+/// txn, the rows with their undo records, the scratch arrays): QG_ERR_NOMEM
+/// leaves the index unchanged.
+static inline qg_status gr_insert_many(gr_grid *g, gr_bits *bits, qg_index *index, qg_txn *txn,
+                                       const qg_handle *handles, int32_t n)
+{
+    qg_alloc *alloc = &index->alloc;
+    const size_t nr = (size_t)g->nrows;
+    int32_t *delta = qg_mem_alloc(alloc, nr * sizeof(int32_t));
+    uint8_t *adds = qg_mem_alloc(alloc, nr);
+    int32_t *start = qg_mem_alloc(alloc, (nr + 1) * sizeof(int32_t));
+    int32_t *count = qg_mem_alloc(alloc, (size_t)g->cols * sizeof(int32_t));
+    int32_t *items = NULL;
+    size_t items_bytes = 0;
+    qg_status s = QG_ERR_NOMEM;
+    if (delta == NULL || adds == NULL || start == NULL || count == NULL)
+        goto out;
+    memset(delta, 0, nr * sizeof(int32_t));
+    memset(adds, 0, nr);
+    int64_t wide = 0, entries = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        const gr_ibox b = gr_map_box(g, index->boxes[handles[i]]);
+        if (gr_is_wide(g, b)) {
+            wide++;
+            continue;
+        }
+        const int32_t nx = gr_span(b.x0, b.x1, g->cols), ny = gr_span(b.y0, b.y1, g->nrows);
+        for (int32_t k = 0; k < ny; ++k) {
+            const int32_t y = (b.y0 + k) & g->my;
+            delta[y] += nx;
+            adds[y] = 1;
+        }
+        entries += ny;
+    }
+    // The (row, element) entries, bucketed by row.
+    items_bytes = (size_t)entries * sizeof(int32_t);
+    if (entries > INT32_MAX || (entries > 0 && (items = qg_mem_alloc(alloc, items_bytes)) == NULL))
+        goto out;
+    if (wide > 0 && !qg_txn_reserve(txn, (void **)&g->wide, &g->wide_capacity, sizeof(int32_t),
+                                    (int64_t)g->wide_count + wide))
+        goto out;
+    if (!gr_batch_reserve(g, alloc, delta, adds))
+        goto out; // the caller rolls txn back
+    // Nothing can fail from here on.
+    s = QG_OK;
+    // Row bucket sizes: the boxes touching each row (delta counted nodes).
+    memset(start, 0, (nr + 1) * sizeof(int32_t));
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_handle h = handles[i];
+        const gr_ibox b = gr_map_box(g, index->boxes[h]);
+        if (gr_is_wide(g, b)) {
+            g->wide[g->wide_count++] = h;
+            continue;
+        }
+        gr_reach_add(g, b);
+        for (int32_t k = 0, ny = gr_span(b.y0, b.y1, g->nrows); k < ny; ++k)
+            start[((b.y0 + k) & g->my) + 1]++;
+    }
+    for (size_t y = 0; y < nr; ++y)
+        start[y + 1] += start[y];
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_handle h = handles[i];
+        const gr_ibox b = gr_map_box(g, index->boxes[h]);
+        if (gr_is_wide(g, b))
+            continue;
+        for (int32_t k = 0, ny = gr_span(b.y0, b.y1, g->nrows); k < ny; ++k)
+            items[start[(b.y0 + k) & g->my]++] = h;
+    }
+    // start[y] is now where row y's bucket ends: row y's is [start[y - 1], start[y]).
+    for (int32_t y = 0; y < g->nrows; ++y) {
+        const int32_t i0 = y > 0 ? start[y - 1] : 0, i1 = start[y];
+        if (i0 == i1)
+            continue;
+        gr_row *r = &g->rows[y];
+        if (r->free_head >= 0) {
+            for (int32_t i = i0; i < i1; ++i) {
+                const qg_handle h = items[i];
+                const gr_ibox b = gr_map_box(g, index->boxes[h]);
+                for (int32_t j = 0, nx = gr_span(b.x0, b.x1, g->cols); j < nx; ++j) {
+                    const int32_t x = (b.x0 + j) & g->mx;
+                    if (gr_link(r, x, h) && bits != NULL)
+                        gr_bits_set(bits, x, y);
+                }
+            }
+            continue;
+        }
+        // Counting sort by cell: count[x] new nodes, then slots from high.
+        memset(count, 0, (size_t)g->cols * sizeof(int32_t));
+        for (int32_t i = i0; i < i1; ++i) {
+            const gr_ibox b = gr_map_box(g, index->boxes[items[i]]);
+            for (int32_t j = 0, nx = gr_span(b.x0, b.x1, g->cols); j < nx; ++j)
+                count[(b.x0 + j) & g->mx]++;
+        }
+        const int32_t old_high = r->high; // == live: no free slot
+        int32_t at = old_high;
+        for (int32_t x = 0; x < g->cols; ++x) {
+            const int32_t c = count[x];
+            if (c == 0)
+                continue;
+            // Slots [at, at + c) chain in order onto the old list.
+            for (int32_t j = 0; j < c; ++j)
+                r->nodes[at + j].next = j + 1 < c ? at + j + 1 : r->cells[x];
+            if (r->cells[x] < 0 && bits != NULL)
+                gr_bits_set(bits, x, y);
+            r->cells[x] = at;
+            count[x] = at; // next slot to fill
+            at += c;
+        }
+        r->high = at;
+        r->live += at - old_high;
+        for (int32_t i = i0; i < i1; ++i) {
+            const qg_handle h = items[i];
+            const gr_ibox b = gr_map_box(g, index->boxes[h]);
+            for (int32_t j = 0, nx = gr_span(b.x0, b.x1, g->cols); j < nx; ++j)
+                r->nodes[count[(b.x0 + j) & g->mx]++].element = h;
+        }
+    }
+out:
+    qg_mem_free(alloc, items, items_bytes);
+    qg_mem_free(alloc, count, (size_t)g->cols * sizeof(int32_t));
+    qg_mem_free(alloc, start, (nr + 1) * sizeof(int32_t));
+    qg_mem_free(alloc, adds, nr);
+    qg_mem_free(alloc, delta, nr * sizeof(int32_t));
+    return s;
+}
+
 /* ---- stats, visit, validate ---------------------------------------------- */
 
 static inline int64_t gr_cell_length(const gr_row *r, int32_t x)

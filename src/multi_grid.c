@@ -345,5 +345,12 @@ static int32_t multi_grid_nearest(const qg_index *index, float x, float y, int32
     return gr_nearest(&((const multi_grid *)index)->g, index, x, y, k, max_distance2, handles);
 }
 
+static qg_status multi_grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    multi_grid *mg = (multi_grid *)index;
+    return gr_insert_many(&mg->g, &mg->bits, index, txn, handles, n);
+}
+
 QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .pairs_part = multi_grid_pairs_part,
-                 .move_many = multi_grid_move_many, .raycast = multi_grid_raycast, .nearest = multi_grid_nearest);
+                 .move_many = multi_grid_move_many, .raycast = multi_grid_raycast, .nearest = multi_grid_nearest,
+                 .insert_many = multi_grid_insert_many);
