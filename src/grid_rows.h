@@ -1694,7 +1694,7 @@ static inline int32_t gr_map_d(const gr_grid *g, double v, float org)
 typedef struct gr_ray_cellref {
     const gr_row *row;
     int32_t x, ux, uy;
-    double te; ///< where the segment enters the cell's widened box
+    double te; ///< a ray: where it enters the cell's widened box; a nearest search: its distance2
 } gr_ray_cellref;
 
 /// Prefetches the boxes of the batch's lists. The lists' nodes lie
@@ -1845,11 +1845,24 @@ static inline void gr_near_cell(const gr_row *row, int32_t x, const qg_rect *box
 
 /// Offers the elements of the batch's cells, their boxes prefetched first
 /// (as a ray's, gr_prefetch_lists). Returns 0, the batch's new size.
-static inline int gr_near_flush(const gr_ray_cellref *batch, int n, const qg_rect *boxes, qg_near *c)
+/// The cells go nearest first (te holds their widened box's distance2):
+/// the heap then fills with near elements early, later offers are refused
+/// at the first comparison, and a cell past the bound ends the batch.
+static inline int gr_near_flush(gr_ray_cellref *batch, int n, const qg_rect *boxes, qg_near *c)
 {
     gr_prefetch_lists(batch, n, boxes);
-    for (int i = 0; i < n; ++i)
+    for (int a = 1; a < n; ++a) { // insertion sort: at most GR_RAY_BATCH cells
+        const gr_ray_cellref v = batch[a];
+        int b = a;
+        for (; b > 0 && batch[b - 1].te > v.te; --b)
+            batch[b] = batch[b - 1];
+        batch[b] = v;
+    }
+    for (int i = 0; i < n; ++i) {
+        if (batch[i].te > (double)qg_near_bound(c))
+            break;
         gr_near_cell(batch[i].row, batch[i].x, boxes, c);
+    }
     return 0;
 }
 
@@ -1875,9 +1888,10 @@ static inline void gr_near_visit(const gr_grid *g, int64_t ux, int64_t uy, const
         ey = 0.0;
     ex = ex > 0.0 ? ex : 0.0;
     ey = ey > 0.0 ? ey : 0.0;
-    if (ex * ex + ey * ey > (double)qg_near_bound(c))
+    const double d2 = ex * ex + ey * ey;
+    if (d2 > (double)qg_near_bound(c))
         return;
-    batch[(*n)++] = (gr_ray_cellref){row, x, (int32_t)ux, (int32_t)uy, 0.0};
+    batch[(*n)++] = (gr_ray_cellref){row, x, (int32_t)ux, (int32_t)uy, d2};
     if (*n == GR_RAY_BATCH)
         *n = gr_near_flush(batch, *n, boxes, c);
 }
