@@ -42,6 +42,30 @@
 //   row they need serially (QG_ERR_NOMEM before any change), then each part
 //   stores its share of the boxes and relinks its own band of rows, unlinks
 //   before links. Cleanup only frees emptied rows: it stays serial.
+// - Ray casts and nearest searches (issue 13) walk the cells themselves
+//   (grid_rows.h, gr_raycast / gr_nearest, shared with QG_MULTI_GRID). A
+//   ray goes row by row in the direction of dy and along each row in the
+//   direction of dx over the unwrapped cells its segment crosses, widened
+//   by a hair for rounding (a cell lists every element overlapping it: no
+//   margin), clipped to the reach (the grow-only range of every cell ever
+//   linked: an infinite ray stops where the elements end). A hit is
+//   reported only in the unwrapped cell of its hit point clamped into its
+//   box: that point is in the box, so its cell is one the box is listed
+//   in, the walk visits it, and it is one cell, so each hit comes once
+//   with no visited set, wraps and all. Nearest: rings of unwrapped cells
+//   around the point's, each cell skipped when its widened box is past
+//   qg_near_bound, the rings stopped when the next one is (strictly, so
+//   ties are seen) or they hold the reach; an element's nearest point lies
+//   in a cell it is listed in, so none that can enter is missed, and
+//   offering it twice is harmless. Both test the wide list in full, and
+//   both fall back to one pass over the torus when the walk would visit
+//   more cells than it has (a ray across a reach stretched by an element
+//   far away): exact either way. The boxes sit at random places in the
+//   base's array, so the cells are gathered in small batches whose lists'
+//   boxes are prefetched together (the misses overlap).
+// - qg_insert_many writes each row's new nodes cell by cell, so a cell's
+//   list is contiguous after a bulk build (one-at-a-time inserts leave
+//   them in insertion order): a walk then reads a line or two per cell.
 #include "grid_rows.h"
 
 typedef struct grid {

@@ -42,6 +42,10 @@
 //   one 64-bit word per 8x8 block of fine cells, one bit per occupied cell;
 //   each level above has one word per 8x8 block of the level below, one bit
 //   per non-zero word. It is kept exact at every empty <-> occupied change.
+// - The reach: the grow-only union of the unwrapped cell ranges linked since
+//   the last qg_clear. Every listed element's cells lie in it, so the ray
+//   and nearest walks (at the end of this file, with why they are exact)
+//   stop at its edge instead of following a ray to infinity.
 #ifndef QG_GRID_ROWS_H
 #define QG_GRID_ROWS_H
 

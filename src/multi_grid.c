@@ -30,6 +30,14 @@
 //   search, rows relinked by band in a batch move). The bitset's words above
 //   level 1 span bands, so a batch move brings the bits of the cells its
 //   changed moves touched up to date serially after the parallel relink.
+// - Ray casts and nearest searches walk the fine cells exactly as QG_GRID's
+//   do (grid_rows.h, gr_raycast / gr_nearest: a row-by-row walk of the
+//   unwrapped cells the segment crosses, each hit reported in the cell of
+//   its clamped hit point; rings of cells pruned at qg_near_bound; the
+//   wide list in full; one pass over the torus past its cell count), and
+//   qg_insert_many is QG_GRID's bulk build, its cells' bits set as they
+//   fill. A walk over a few dozen neighbouring cells gains nothing from
+//   the bitset: an empty fine cell is one 4-byte head.
 #include "grid_rows.h"
 
 typedef struct multi_grid {
