@@ -1567,6 +1567,9 @@ static inline bool gr_validate(const gr_grid *g, const qg_index *index, size_t *
             print_wide_live += gr_elem_print(h);
             continue;
         }
+        // The ray and nearest walks stop at the reach's edge.
+        if (ib.x0 < g->reach.x0 || ib.y0 < g->reach.y0 || ib.x1 > g->reach.x1 || ib.y1 > g->reach.y1)
+            return false;
         expected += gr_ibox_cells(g, ib);
         uint64_t sx = 0, sy = 0;
         for (int32_t j = 0, nx = gr_span(ib.x0, ib.x1, g->cols); j < nx; ++j)
