@@ -1644,12 +1644,43 @@ static inline bool gr_ray_report(qg_ray *r, qg_handle h, float t)
 static inline bool gr_ray_cell(const gr_grid *g, const gr_row *row, int32_t x, int32_t ux, int32_t uy,
                                const qg_rect *boxes, qg_ray *r)
 {
+    // qg_ray_box_fast's statements with its two divisions done once: the
+    // same roundings, so the same answers bit for bit.
+    const float ox = r->ox, oy = r->oy, dx = r->dx, dy = r->dy;
+    const float ix = dx == 0.0f ? 0.0f : 1.0f / dx, iy = dy == 0.0f ? 0.0f : 1.0f / dy;
     for (int32_t e = row->cells[x]; e >= 0; e = row->nodes[e].next) {
         const qg_handle h = row->nodes[e].element;
         const qg_rect b = boxes[h];
-        float t;
-        if (!qg_ray_box_fast(b, r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
+        float t0 = 0.0f, t1 = r->max_t;
+        if (dx == 0.0f) {
+            if (ox < b.min_x || ox > b.max_x)
+                continue;
+        } else {
+            float ta = (b.min_x - ox) * ix, tb = (b.max_x - ox) * ix;
+            if (ta > tb) {
+                const float sw = ta;
+                ta = tb;
+                tb = sw;
+            }
+            t0 = ta > t0 ? ta : t0;
+            t1 = tb < t1 ? tb : t1;
+        }
+        if (dy == 0.0f) {
+            if (oy < b.min_y || oy > b.max_y)
+                continue;
+        } else {
+            float ta = (b.min_y - oy) * iy, tb = (b.max_y - oy) * iy;
+            if (ta > tb) {
+                const float sw = ta;
+                ta = tb;
+                tb = sw;
+            }
+            t0 = ta > t0 ? ta : t0;
+            t1 = tb < t1 ? tb : t1;
+        }
+        if (!(t0 <= t1))
             continue;
+        const float t = t0;
         const float mx = t * r->dx, my = t * r->dy;
         float px = r->dx == 0.0f ? r->ox : r->ox + mx, py = r->dy == 0.0f ? r->oy : r->oy + my;
         px = px < b.min_x ? b.min_x : (px > b.max_x ? b.max_x : px);
