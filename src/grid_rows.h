@@ -2000,7 +2000,7 @@ static inline int32_t gr_nearest(const gr_grid *g, const qg_index *index, float 
         const bool bottom = qy - r >= re.y0 && qy - r <= re.y1, top = r > 0 && qy + r >= re.y0 && qy + r <= re.y1;
         const bool left = qx - r >= re.x0 && qx - r <= re.x1, right = r > 0 && qx + r >= re.x0 && qx + r <= re.x1;
         const int64_t w = bx >= ax ? bx - ax + 1 : 0, hgt = by >= ay ? by - ay + 1 : 0;
-        seen += (bottom + top) * w + (left + right) * hgt;
+        seen += 1 + (bottom + top) * w + (left + right) * hgt; // a ring costs a step even where the reach is thin
         if (seen > budget) {
             for (int32_t yy = 0; yy < g->nrows; ++yy) {
                 const gr_row *row = &g->rows[yy];
