@@ -877,17 +877,17 @@ typedef struct lg_near_cell {
 /// elements lie in its box: none is nearer). Returns 0, the batch's new size.
 static int lg_near_flush(const loose_grid *g, lg_near_cell *cells, int n, qg_near *q)
 {
-    for (int a = 1; a < n; ++a) { // insertion sort: a few dozen cells
-        const lg_near_cell v = cells[a];
-        int b = a;
-        for (; b > 0 && cells[b - 1].d2 > v.d2; --b)
-            cells[b] = cells[b - 1];
-        cells[b] = v;
-    }
-    for (int a = 0; a < n; ++a) {
-        if (cells[a].d2 > qg_near_bound(q))
+    // The nearest remaining cell each time, not a sort: the bound mostly
+    // rules out the rest after a few cells.
+    while (n > 0) {
+        int best = 0;
+        for (int a = 1; a < n; ++a)
+            best = cells[a].d2 < cells[best].d2 ? a : best;
+        if (cells[best].d2 > qg_near_bound(q))
             break;
-        for (int32_t k = g->loose[cells[a].i].head; k >= 0; k = g->next[k])
+        const int32_t i = cells[best].i;
+        cells[best] = cells[--n];
+        for (int32_t k = g->loose[i].head; k >= 0; k = g->next[k])
             qg_near_offer(q, g->items[k].h, qg_point_box_d2_fast(lg_item_box(g, k), q->x, q->y));
     }
     return 0;
