@@ -989,10 +989,9 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
             if (right)
                 lg_near_tight(g, qx + r, uy, &q, cells, &n);
         }
-        // The next ring's bound needs this ring's offers; the first ring
-        // (the point's own tight cell) shares its batch with the next.
-        if (r > 0)
-            n = lg_near_flush(g, cells, n, &q);
+        // The next ring's bound needs this ring's offers (a tight cell is
+        // big: the point's own mostly fills the heap).
+        n = lg_near_flush(g, cells, n, &q);
     }
     (void)lg_near_flush(g, cells, n, &q);
     return qg_near_finish(&q);
