@@ -42,6 +42,30 @@
 //   row they need serially (QG_ERR_NOMEM before any change), then each part
 //   stores its share of the boxes and relinks its own band of rows, unlinks
 //   before links. Cleanup only frees emptied rows: it stays serial.
+// - Ray casts and nearest searches (issue 13) walk the cells themselves
+//   (grid_rows.h, gr_raycast / gr_nearest, shared with QG_MULTI_GRID). A
+//   ray goes row by row in the direction of dy and along each row in the
+//   direction of dx over the unwrapped cells its segment crosses, widened
+//   by a hair for rounding (a cell lists every element overlapping it: no
+//   margin), clipped to the reach (the grow-only range of every cell ever
+//   linked: an infinite ray stops where the elements end). A hit is
+//   reported only in the unwrapped cell of its hit point clamped into its
+//   box: that point is in the box, so its cell is one the box is listed
+//   in, the walk visits it, and it is one cell, so each hit comes once
+//   with no visited set, wraps and all. Nearest: rings of unwrapped cells
+//   around the point's, each cell skipped when its widened box is past
+//   qg_near_bound, the rings stopped when the next one is (strictly, so
+//   ties are seen) or they hold the reach; an element's nearest point lies
+//   in a cell it is listed in, so none that can enter is missed, and
+//   offering it twice is harmless. Both test the wide list in full, and
+//   both fall back to one pass over the torus when the walk would visit
+//   more cells than it has (a ray across a reach stretched by an element
+//   far away): exact either way. The boxes sit at random places in the
+//   base's array, so the cells are gathered in small batches whose lists'
+//   boxes are prefetched together (the misses overlap).
+// - qg_insert_many writes each row's new nodes cell by cell, so a cell's
+//   list is contiguous after a bulk build (one-at-a-time inserts leave
+//   them in insertion order): a walk then reads a line or two per cell.
 #include "grid_rows.h"
 
 typedef struct grid {
@@ -134,4 +158,25 @@ static qg_status grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_h
     return gr_move_many(&((grid *)index)->g, NULL, index, jobs, handles, boxes, n);
 }
 
-QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many);
+static void grid_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                         void *user)
+{
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    gr_raycast(&((const grid *)index)->g, index, &r);
+}
+
+static int32_t grid_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                            qg_handle *handles, float *distances2)
+{
+    (void)distances2; // qg_nearest fills them from the boxes
+    return gr_nearest(&((const grid *)index)->g, index, x, y, k, max_distance2, handles);
+}
+
+static qg_status grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    return gr_insert_many(&((grid *)index)->g, NULL, index, txn, handles, n);
+}
+
+QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
+                 .raycast = grid_raycast, .nearest = grid_nearest,
+                 .insert_many = grid_insert_many);

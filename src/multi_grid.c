@@ -30,6 +30,14 @@
 //   search, rows relinked by band in a batch move). The bitset's words above
 //   level 1 span bands, so a batch move brings the bits of the cells its
 //   changed moves touched up to date serially after the parallel relink.
+// - Ray casts and nearest searches walk the fine cells exactly as QG_GRID's
+//   do (grid_rows.h, gr_raycast / gr_nearest: a row-by-row walk of the
+//   unwrapped cells the segment crosses, each hit reported in the cell of
+//   its clamped hit point; rings of cells pruned at qg_near_bound; the
+//   wide list in full; one pass over the torus past its cell count), and
+//   qg_insert_many is QG_GRID's bulk build, its cells' bits set as they
+//   fill. A walk over a few dozen neighbouring cells gains nothing from
+//   the bitset: an empty fine cell is one 4-byte head.
 #include "grid_rows.h"
 
 typedef struct multi_grid {
@@ -331,5 +339,26 @@ static qg_status multi_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
     return gr_move_many(&mg->g, &mg->bits, index, jobs, handles, boxes, n);
 }
 
+static void multi_grid_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                               qg_ray_fn *fn, void *user)
+{
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    gr_raycast(&((const multi_grid *)index)->g, index, &r);
+}
+
+static int32_t multi_grid_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                  qg_handle *handles, float *distances2)
+{
+    (void)distances2; // qg_nearest fills them from the boxes
+    return gr_nearest(&((const multi_grid *)index)->g, index, x, y, k, max_distance2, handles);
+}
+
+static qg_status multi_grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    multi_grid *mg = (multi_grid *)index;
+    return gr_insert_many(&mg->g, &mg->bits, index, txn, handles, n);
+}
+
 QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .pairs_part = multi_grid_pairs_part,
-                 .move_many = multi_grid_move_many);
+                 .move_many = multi_grid_move_many, .raycast = multi_grid_raycast, .nearest = multi_grid_nearest,
+                 .insert_many = multi_grid_insert_many);

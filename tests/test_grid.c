@@ -5,6 +5,7 @@
  * stats, the outside / huge / tiny sequences of issue 11 against the
  * brute-force kind, and the parts of the parallel calls (bands of rows). */
 #include "test_util.h"
+#include "kind_queries.h"
 
 #include <float.h>
 #include <math.h>
@@ -547,6 +548,26 @@ static void test_parts(void **state)
     close_grid(&f);
 }
 
+/* Own ray casts and nearest searches (issue 13) against plain loops: boxes
+ * and rays on cell lines, boxes in other wraps of the torus and far
+ * outside, the wide list, cells far smaller than the boxes (most boxes on
+ * the wide list), cells not aligned with the boxes, k past the count. */
+static void test_rays_nearest(void **state)
+{
+    (void)state;
+    static const float cells[] = {16.0f, 7.0f, 0.05f, 300.0f};
+    for (int i = 0; i < 4; i++) {
+        fx f;
+        open_grid(&f, cells[i]);
+        kq_layers(f.idx, 1024.0f, 16.0f, tu_env_seed(1300 + (uint64_t)i));
+        close_grid(&f);
+    }
+    fx f;
+    open_grid(&f, 16);
+    kq_small(f.idx);
+    close_grid(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -556,7 +577,7 @@ int main(void)
         cmocka_unit_test(test_cells_visited),     cmocka_unit_test(test_clear),
         cmocka_unit_test(test_defaults),          cmocka_unit_test(test_everywhere),
         cmocka_unit_test(test_scenes),            cmocka_unit_test(test_huge_tiny_cells),
-        cmocka_unit_test(test_parts),
+        cmocka_unit_test(test_parts),             cmocka_unit_test(test_rays_nearest),
     };
     return tu_run_own_tests("grid", QG_GRID, tests);
 }

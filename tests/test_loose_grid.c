@@ -5,6 +5,7 @@
  * two paths) and after moves the margin does not cover, memory stays
  * constant over frames and bounded per element, and the stats. */
 #include "test_util.h"
+#include "kind_queries.h"
 
 /* test_validate_damage reaches into the layout. */
 #include "../src/loose_grid/loose_grid.h"
@@ -716,6 +717,32 @@ static void test_validate_damage(void **state)
     qg_destroy(idx);
 }
 
+/* Own ray casts and nearest searches (issue 13) against plain loops: boxes
+ * on cell lines, elements far outside the world (clamped onto its border
+ * cells, or re-fitted around), boxes far bigger than the cells (loose
+ * boxes over many tight cells), before and after cleanup (item boxes or
+ * the base's), k past the count. */
+static void test_rays_nearest(void **state)
+{
+    (void)state;
+    static const float cells[] = {16.0f, 7.0f, 0.5f, 300.0f};
+    const qg_rect bounds = {0, 0, 1024, 1024};
+    for (int i = 0; i < 4; i++) {
+        tu_alloc a;
+        tu_alloc_init(&a);
+        qg_index *idx = make(&a, bounds, cells[i]);
+        kq_layers(idx, 1024.0f, 16.0f, tu_env_seed(1500 + (uint64_t)i));
+        assert_int_equal(qg_validate(idx), QG_OK);
+        qg_destroy(idx);
+        assert_int_equal(a.bytes, 0);
+    }
+    tu_alloc a;
+    tu_alloc_init(&a);
+    qg_index *idx = make(&a, bounds, 16);
+    kq_small(idx);
+    qg_destroy(idx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -727,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_refit_oom),
         cmocka_unit_test(test_parts),
         cmocka_unit_test(test_validate_damage),
+        cmocka_unit_test(test_rays_nearest),
     };
     return tu_run_own_tests("loose_grid_invariants", QG_LOOSE_GRID, tests);
 }

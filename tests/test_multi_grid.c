@@ -5,6 +5,7 @@
  * huge / tiny sequences of issue 11 (queries split where they wrap) match
  * the brute-force kind. */
 #include "test_util.h"
+#include "kind_queries.h"
 
 #include <float.h>
 #include <math.h>
@@ -331,6 +332,26 @@ static void test_parts(void **state)
     close_kind(idx, &a);
 }
 
+/* Own ray casts and nearest searches (issue 13) against plain loops (the
+ * walk QG_GRID shares): cell lines, other wraps, far outside, the wide
+ * list, tiny and unaligned cells, k past the count. */
+static void test_rays_nearest(void **state)
+{
+    (void)state;
+    static const float cells[] = {16.0f, 7.0f, 0.05f};
+    const qg_rect bounds = {0, 0, 1024, 1024};
+    for (int i = 0; i < 3; i++) {
+        tu_alloc a;
+        qg_index *idx = open_kind(QG_MULTI_GRID, &a, bounds, cells[i]);
+        kq_layers(idx, 1024.0f, 16.0f, tu_env_seed(1400 + (uint64_t)i));
+        close_kind(idx, &a);
+    }
+    tu_alloc a;
+    qg_index *idx = open_kind(QG_MULTI_GRID, &a, bounds, 16);
+    kq_small(idx);
+    close_kind(idx, &a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_empty_query),
         cmocka_unit_test(test_scenes),
         cmocka_unit_test(test_parts),
+        cmocka_unit_test(test_rays_nearest),
     };
     return tu_run_own_tests("multi_grid", QG_MULTI_GRID, tests);
 }

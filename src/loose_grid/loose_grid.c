@@ -4,6 +4,7 @@
 // overview of the kind is in loose_grid.h; world.c owns the re-sort, the
 // relink and the re-fit, pairs.c the pair search.
 #include "loose_grid.h"
+#include "../query_util.h"
 
 /// Links loose cell i into the tight cells of `grown` that are not in `had`
 /// (had lies inside grown: a box only grows here). Links were reserved.
@@ -697,6 +698,306 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
     qg_lg_pairs(index, fn, user, stats);
 }
 
+/* ---- ray casts and nearest searches (issue 13) --------------------------- */
+// Both walk the tight cells (the clamped grid: its border cells reach to
+// infinity, so nothing lies outside it) and, through their links, the loose
+// cells, whose boxes hold their elements' boxes. A loose cell is linked in
+// every tight cell its box maps to, so it is handled in one of them only:
+// the tight cell of a point of its box fixed by the query alone (the ray's
+// entry point into the box, or the box's point nearest to the query point,
+// either clamped into the box). That point is in the box, so (lg_map being
+// monotonic) its tight cell is one of the box's and lists the loose cell;
+// the walk reaches that tight cell whenever the loose box can still
+// matter. Each element lives in one loose cell, so it is offered once.
+//
+// Rounding: lg_map computes (v - origin) * scale in float; the tight lines
+// are computed in double as origin + i / scale. They disagree by a few ulps
+// of |v| and |origin|, so bands and distance bounds are widened by
+// lg_hair, 1e-5 of those magnitudes.
+
+/// The widening that covers lg_map's rounding near coordinates of
+/// magnitude `a` on an axis whose origin is `o`.
+static inline double lg_hair(double a, float o)
+{
+    return 1e-5 * (a + fabs((double)o)) + 1e-30;
+}
+
+/// |v| when finite, else 0.
+static inline double lg_fin(double v)
+{
+    return isfinite(v) ? fabs(v) : 0.0;
+}
+
+/// World coordinate of tight line i on an axis of origin o, scale s (tight
+/// cells per unit), n cells: the border cells reach to infinity.
+static inline double lg_line(int32_t i, float o, float s, int32_t n)
+{
+    if (i <= 0)
+        return -INFINITY;
+    if (i >= n)
+        return INFINITY;
+    return (double)o + (double)i / (double)s;
+}
+
+/// qg_ray_box_fast's statements with the inverses of the direction given
+/// (ix = 1 / dx, iy = 1 / dy, computed once per cast): the same roundings,
+/// so the same answers bit for bit, without two divisions per element.
+static inline bool lg_ray_hit(qg_rect b, const qg_ray *r, float ix, float iy, float *t)
+{
+    float t0 = 0.0f, t1 = r->max_t;
+    if (r->dx == 0.0f) {
+        if (r->ox < b.min_x || r->ox > b.max_x)
+            return false;
+    } else {
+        float ta = (b.min_x - r->ox) * ix, tb = (b.max_x - r->ox) * ix;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (r->dy == 0.0f) {
+        if (r->oy < b.min_y || r->oy > b.max_y)
+            return false;
+    } else {
+        float ta = (b.min_y - r->oy) * iy, tb = (b.max_y - r->oy) * iy;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (!(t0 <= t1))
+        return false;
+    *t = t0;
+    return true;
+}
+
+/// The loose cells linked in tight cell (tx, ty) that it owns for the ray:
+/// the ray's entry point into the loose box, clamped into it, maps to
+/// (tx, ty). Their elements are offered. False when the cast stopped.
+static bool lg_ray_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_ray *r)
+{
+    const float ix = r->dx == 0.0f ? 0.0f : 1.0f / r->dx, iy = r->dy == 0.0f ? 0.0f : 1.0f / r->dy;
+    for (int32_t e = g->tight[ty * g->tcols + tx]; e >= 0; e = g->links.data[e].next) {
+        const lg_loose *c = &g->loose[g->links.data[e].element];
+        const qg_rect lb = {c->l, c->t, c->r, c->b};
+        float a;
+        // The hit test itself, monotonic in the box: an element hit inside
+        // the loose box is never missed for the box.
+        if (!lg_ray_hit(lb, r, ix, iy, &a))
+            continue;
+        const float mx = a * r->dx, my = a * r->dy;
+        float px = r->dx == 0.0f ? r->ox : r->ox + mx, py = r->dy == 0.0f ? r->oy : r->oy + my;
+        px = px < lb.min_x ? lb.min_x : (px > lb.max_x ? lb.max_x : px);
+        py = py < lb.min_y ? lb.min_y : (py > lb.max_y ? lb.max_y : py);
+        const lg_range p = lg_range_of(g, px, py, px, py);
+        if (p.x0 != tx || p.y0 != ty)
+            continue;
+        for (int32_t k = c->head; k >= 0; k = g->next[k]) {
+            float t;
+            if (!lg_ray_hit(lg_item_box(g, k), r, ix, iy, &t))
+                continue;
+            const float m = r->fn(g->items[k].h, t, r->user);
+            if (!(m >= 0.0f)) { // negative or NaN: stop
+                r->stop = true;
+                return false;
+            }
+            r->max_t = m < r->max_t ? m : r->max_t;
+        }
+    }
+    return true;
+}
+
+/// qg_raycast: the tight rows the segment crosses in the direction of dy,
+/// each row's cells in the direction of dx, widened by the hair (loose
+/// boxes are tested exactly, so the tight walk needs no margin). A row or
+/// cell entered past max_t ends its walk (strictly: ties are seen).
+static void loose_grid_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                               qg_ray_fn *fn, void *user)
+{
+    const loose_grid *g = (const loose_grid *)index;
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    const double ye = dy == 0.0f ? oy : oy + (double)max_t * dy;
+    const double yl = fmin(oy, ye), yh = fmax(oy, ye);
+    const double hy = lg_hair(fabs(oy) + lg_fin(yl) + lg_fin(yh), g->oy);
+    const int32_t lastx = g->tcols - 1, lasty = g->trows - 1;
+    const int32_t y0 = lg_map((float)(yl - hy), g->oy, g->tsy, lasty), y1 = lg_map((float)(yh + hy), g->oy, g->tsy, lasty);
+    qg_ray unbounded = r; // band entries unclipped by max_t, to end the walk
+    unbounded.max_t = INFINITY;
+    const int32_t sy = dy < 0.0f ? -1 : 1, sx = dx < 0.0f ? -1 : 1;
+    for (int32_t i = 0, ty = sy > 0 ? y0 : y1; i <= y1 - y0; ++i, ty += sy) {
+        const double bl = lg_line(ty, g->oy, g->tsy, g->trows), bh = lg_line(ty + 1, g->oy, g->tsy, g->trows);
+        const double hb = lg_hair(lg_fin(bl) + lg_fin(bh) + fabs(oy), g->oy);
+        const qg_rect band = {-INFINITY, (float)(bl - hb), INFINITY, (float)(bh + hb)};
+        float ta, tb;
+        if (!qg_ray_span(&unbounded, band, &ta, &tb))
+            continue;
+        if (ta > r.max_t)
+            break; // the next rows' bands are entered later still
+        tb = tb < r.max_t ? tb : r.max_t;
+        // An entry at infinity (an overflowed inverse) says nothing of x:
+        // the row is walked from the origin's column on.
+        const double xa = dx == 0.0f || !isfinite(ta) ? ox : ox + (double)ta * dx;
+        const double xb = dx == 0.0f ? ox : ox + (double)tb * dx;
+        const double cl = fmin(xa, xb), ch = fmax(xa, xb);
+        const double hc = lg_hair(fabs(ox) + lg_fin(cl) + lg_fin(ch), g->ox);
+        const int32_t c0 = lg_map((float)(cl - hc), g->ox, g->tsx, lastx), c1 = lg_map((float)(ch + hc), g->ox, g->tsx, lastx);
+        for (int32_t j = 0, tx = sx > 0 ? c0 : c1; j <= c1 - c0; ++j, tx += sx) {
+            if (g->tight[ty * g->tcols + tx] < 0)
+                continue;
+            if (dx != 0.0f) {
+                // Where the segment enters this (widened) column: past
+                // max_t, so are the columns after it.
+                const double edge = sx > 0 ? lg_line(tx, g->ox, g->tsx, g->tcols) - hc
+                                           : lg_line(tx + 1, g->ox, g->tsx, g->tcols) + hc;
+                if ((edge - ox) / dx > (double)r.max_t)
+                    break;
+            }
+            if (!lg_ray_tight(g, tx, ty, &r))
+                return;
+        }
+    }
+}
+
+/// Loose cells a nearest search gathered, with their boxes' distance2.
+#define LG_NEAR_BATCH 128
+
+typedef struct lg_near_cell {
+    float d2;
+    int32_t i;
+} lg_near_cell;
+
+/// Offers the gathered loose cells' elements, nearest cell first: the bound
+/// falls fastest that way, and a cell farther than it ends the batch (its
+/// elements lie in its box: none is nearer). Returns 0, the batch's new size.
+static int lg_near_flush(const loose_grid *g, lg_near_cell *cells, int n, qg_near *q)
+{
+    // The nearest remaining cell each time, not a sort: the bound mostly
+    // rules out the rest after a few cells.
+    while (n > 0) {
+        int best = 0;
+        for (int a = 1; a < n; ++a)
+            best = cells[a].d2 < cells[best].d2 ? a : best;
+        if (cells[best].d2 > qg_near_bound(q))
+            break;
+        const int32_t i = cells[best].i;
+        cells[best] = cells[--n];
+        for (int32_t k = g->loose[i].head; k >= 0; k = g->next[k])
+            qg_near_offer(q, g->items[k].h, qg_point_box_d2_fast(lg_item_box(g, k), q->x, q->y));
+    }
+    return 0;
+}
+
+/// Gathers the loose cells that tight cell (tx, ty) owns for the point (the
+/// box's point nearest to it maps to (tx, ty)) and that are not farther
+/// than the bound, unless the tight cell's own widened box is.
+static void lg_near_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_near *q, lg_near_cell *cells, int *n)
+{
+    int32_t e = g->tight[ty * g->tcols + tx];
+    if (e < 0)
+        return;
+    const double l = lg_line(tx, g->ox, g->tsx, g->tcols), rr = lg_line(tx + 1, g->ox, g->tsx, g->tcols);
+    const double b = lg_line(ty, g->oy, g->tsy, g->trows), t = lg_line(ty + 1, g->oy, g->tsy, g->trows);
+    double ex = fmax(l - q->x, q->x - rr) - lg_hair(lg_fin(l) + lg_fin(rr) + fabs(q->x), g->ox);
+    double ey = fmax(b - q->y, q->y - t) - lg_hair(lg_fin(b) + lg_fin(t) + fabs(q->y), g->oy);
+    ex = ex > 0.0 ? ex : 0.0;
+    ey = ey > 0.0 ? ey : 0.0;
+    if (ex * ex + ey * ey > (double)qg_near_bound(q))
+        return;
+    for (; e >= 0; e = g->links.data[e].next) {
+        const int32_t i = g->links.data[e].element;
+        const lg_loose *c = &g->loose[i];
+        const qg_rect lb = {c->l, c->t, c->r, c->b};
+        const float d2 = qg_point_box_d2_fast(lb, q->x, q->y);
+        if (d2 > qg_near_bound(q))
+            continue;
+        const float px = q->x < lb.min_x ? lb.min_x : (q->x > lb.max_x ? lb.max_x : q->x);
+        const float py = q->y < lb.min_y ? lb.min_y : (q->y > lb.max_y ? lb.max_y : q->y);
+        const lg_range p = lg_range_of(g, px, py, px, py);
+        if (p.x0 != tx || p.y0 != ty)
+            continue;
+        cells[(*n)++] = (lg_near_cell){d2, i};
+        if (*n == LG_NEAR_BATCH)
+            *n = lg_near_flush(g, cells, *n, q);
+    }
+}
+
+/// qg_nearest: rings of tight cells around the point's cell until the next
+/// ring is farther than qg_near_bound (strictly: a tie may win on its
+/// handle) or the rings hold the whole tight grid. A loose cell's nearest
+/// point lies in its owning tight cell, at least as far as that cell's
+/// ring, and no element of it is nearer than that point.
+static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                  qg_handle *handles, float *distances2)
+{
+    (void)distances2; // qg_nearest fills them from the boxes
+    const loose_grid *g = (const loose_grid *)index;
+    qg_near q;
+    qg_near_start(&q, index, x, y, k, max_distance2, handles);
+    const int32_t lastx = g->tcols - 1, lasty = g->trows - 1;
+    const int32_t qx = lg_map(x, g->ox, g->tsx, lastx), qy = lg_map(y, g->oy, g->tsy, lasty);
+    lg_near_cell cells[LG_NEAR_BATCH];
+    int n = 0;
+    for (int32_t r = 0;; ++r) {
+        if (r > 0) {
+            // Cells of this ring and beyond lie outside the square of the
+            // rings before it: at least as far as its nearest side that has
+            // cells beyond it.
+            double lo = INFINITY;
+            bool more = false;
+            if (qx - r + 1 > 0) {
+                const double e = lg_line(qx - r + 1, g->ox, g->tsx, g->tcols);
+                lo = fmin(lo, x - e - lg_hair(fabs(e) + fabs(x), g->ox));
+                more = true;
+            }
+            if (qx + r - 1 < lastx) {
+                const double e = lg_line(qx + r, g->ox, g->tsx, g->tcols);
+                lo = fmin(lo, e - x - lg_hair(fabs(e) + fabs(x), g->ox));
+                more = true;
+            }
+            if (qy - r + 1 > 0) {
+                const double e = lg_line(qy - r + 1, g->oy, g->tsy, g->trows);
+                lo = fmin(lo, y - e - lg_hair(fabs(e) + fabs(y), g->oy));
+                more = true;
+            }
+            if (qy + r - 1 < lasty) {
+                const double e = lg_line(qy + r, g->oy, g->tsy, g->trows);
+                lo = fmin(lo, e - y - lg_hair(fabs(e) + fabs(y), g->oy));
+                more = true;
+            }
+            if (!more || (lo > 0.0 && lo * lo > (double)qg_near_bound(&q)))
+                break;
+        }
+        const int32_t ax = qx - r > 0 ? qx - r : 0, bx = qx + r < lastx ? qx + r : lastx;
+        const int32_t ay = qy - r + 1 > 0 ? qy - r + 1 : 0, by = qy + r - 1 < lasty ? qy + r - 1 : lasty;
+        const bool bottom = qy - r >= 0, top = r > 0 && qy + r <= lasty;
+        const bool left = qx - r >= 0, right = r > 0 && qx + r <= lastx;
+        for (int32_t ux = ax; ux <= bx; ++ux) {
+            if (bottom)
+                lg_near_tight(g, ux, qy - r, &q, cells, &n);
+            if (top)
+                lg_near_tight(g, ux, qy + r, &q, cells, &n);
+        }
+        for (int32_t uy = ay; uy <= by; ++uy) {
+            if (left)
+                lg_near_tight(g, qx - r, uy, &q, cells, &n);
+            if (right)
+                lg_near_tight(g, qx + r, uy, &q, cells, &n);
+        }
+        // The next ring's bound needs this ring's offers (a tight cell is
+        // big: the point's own mostly fills the heap).
+        n = lg_near_flush(g, cells, n, &q);
+    }
+    (void)lg_near_flush(g, cells, n, &q);
+    return qg_near_finish(&q);
+}
+
 QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .pairs_part = qg_lg_pairs_part,
-                 .move_many = loose_grid_move_many, .cleanup_parallel = loose_grid_cleanup_parallel);
+                 .move_many = loose_grid_move_many, .cleanup_parallel = loose_grid_cleanup_parallel,
+                 .raycast = loose_grid_raycast, .nearest = loose_grid_nearest);
 

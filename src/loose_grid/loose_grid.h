@@ -85,6 +85,22 @@
 //   parallel cleanup gathers the boxes and shrinks the loose boxes of the
 //   sorted runs on the workers; the in-place permutation and the relink of
 //   the tight cells stay serial.
+// - Ray casts and nearest searches (issue 13, loose_grid.c) walk the tight
+//   cells: a ray row by row in the direction of dy and along each row in
+//   the direction of dx, widened by a hair for rounding (the loose boxes
+//   are tested exactly, so the walk needs no margin for the looseness);
+//   nearest in rings around the point's tight cell until the next ring is
+//   past qg_near_bound (strictly: ties may win by handle) or the rings
+//   hold the grid. The border tight cells reach to infinity (the map
+//   clamps), so elements outside the world are in the walk like the rest.
+//   A loose cell is linked in every tight cell its box maps to; it is
+//   handled in one only, the tight cell of a point of its box fixed by the
+//   query (the ray's entry point into the box, or the box's point nearest
+//   the query point, clamped into the box): that cell lists it, the walk
+//   reaches it whenever the box can still matter, and it is one, so each
+//   element (in one loose cell) is offered once. The nearest search takes
+//   the loose cells of a ring nearest box first, and skips a box past the
+//   bound: no element of it can be nearer than the box.
 #ifndef QG_LOOSE_GRID_H
 #define QG_LOOSE_GRID_H
 
