@@ -989,4 +989,116 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part);
+/// qg_raycast: the cells the segment crosses, near to far. Each node's
+/// region (qg_tree_region: border sides infinite, inner sides pushed out by
+/// a hair) holds every element its leaves list, so a node whose region the
+/// segment misses, or enters past the current max_t, holds no hit left to
+/// report; a tie at max_t still enters (the skip is strictly greater).
+/// Children are taken in the order the segment enters them, so closest-hit
+/// callbacks shrink max_t early.
+///
+/// An element listed in several leaves is reported by one: the leaf that
+/// holds P, the hit point origin + t * direction clamped into the element's
+/// box (t does not depend on max_t, so every leaf computes the same P). P
+/// is in the box, so the monotonic mapping sends it into the box's integer
+/// range and the leaf holding it lists the element; P is on the segment to
+/// within rounding (the clamp only moves it by that much, the hair covers
+/// it), so the walk reaches that leaf whenever the element is still a hit.
+static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                             qg_ray_fn *fn, void *user)
+{
+    const quadtree *qt = (const quadtree *)index;
+    const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
+    const qg_tree_frame f = qg_tree_frame_make(&qt->world, QT_SIDE, reach);
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_pending stack[QT_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){qt_root, 0.0f}; // the root's region is the plane
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > r.max_t)
+            continue;
+        const qt_cell c = p.c;
+        const qt_node n = qt->nodes[c.node];
+        if (n.count != -1) {
+            for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                const qg_handle h = qt->enodes.data[e].element;
+                const qg_rect b = index->boxes[h];
+                float t;
+                if (!qg_ray_box_fast(b, ox, oy, dx, dy, r.max_t, &t))
+                    continue;
+                float px = ox, py = oy;
+                if (dx != 0.0f) {
+                    const float s = t * dx; // t may be +inf only where dx pushes toward the box
+                    px = ox + s;
+                }
+                if (dy != 0.0f) {
+                    const float s = t * dy;
+                    py = oy + s;
+                }
+                px = px < b.min_x ? b.min_x : px > b.max_x ? b.max_x : px;
+                py = py < b.min_y ? b.min_y : py > b.max_y ? b.max_y : py;
+                if (qt_corner_here(qt, c, px, py) && !qg_tree_ray_report(&r, h, t))
+                    return;
+            }
+            continue;
+        }
+        const int32_t half = (QT_SIDE >> c.depth) >> 1;
+        qg_tree_pending ch[4];
+        int k = 0;
+        for (int i = 0; i < 4; ++i) {
+            const qt_cell cc = qg_tree_child_cell(c, n.first_child, i);
+            float t0, t1;
+            if (qg_ray_span(&r, qg_tree_region(&f, cc.x, cc.y, half), &t0, &t1))
+                ch[k++] = (qg_tree_pending){cc, t0};
+        }
+        qg_tree_push_sorted(stack, &top, ch, k);
+    }
+}
+
+/// qg_nearest: depth first, children nearest first, skipping every node
+/// whose region is farther than the k-th best so far (qg_near_bound; a tie
+/// is still entered, it may win on its handle). A node's region holds every
+/// element its leaves list (see quadtree_raycast), so the region's distance2
+/// is at most theirs and nothing nearer is ever skipped. An element met in
+/// several leaves is offered each time; qg_near_offer takes it once.
+static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                qg_handle *handles, float *distances2)
+{
+    (void)distances2;
+    const quadtree *qt = (const quadtree *)index;
+    const qg_tree_frame f = qg_tree_frame_make(&qt->world, QT_SIDE, 0.0f);
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    qg_tree_pending stack[QT_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){qt_root, 0.0f};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > qg_near_bound(&c))
+            continue;
+        const qt_node n = qt->nodes[p.c.node];
+        if (n.count != -1) {
+            for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                const qg_handle h = qt->enodes.data[e].element;
+                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+            }
+            continue;
+        }
+        const int32_t half = (QT_SIDE >> p.c.depth) >> 1;
+        const float bound = qg_near_bound(&c);
+        qg_tree_pending ch[4];
+        int m = 0;
+        for (int i = 0; i < 4; ++i) {
+            const qt_cell cc = qg_tree_child_cell(p.c, n.first_child, i);
+            const float d = qg_point_box_d2_fast(qg_tree_region(&f, cc.x, cc.y, half), x, y);
+            if (!(d > bound))
+                ch[m++] = (qg_tree_pending){cc, d};
+        }
+        qg_tree_push_sorted(stack, &top, ch, m);
+    }
+    return qg_near_finish(&c);
+}
+
+QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
+                 .nearest = quadtree_nearest);

@@ -12,6 +12,7 @@
 #define QG_TREE_COMMON_H
 
 #include "index_internal.h"
+#include "query_util.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -331,5 +332,99 @@ static inline bool qg_tree_check_node(qg_tree_check *k, qg_tree_cell c, int32_t 
 /// that every node is the root, in a branch's block or in a free block.
 bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int32_t free_block,
                        int32_t free_blocks, int32_t node_high, int64_t branches);
+
+/* ---- Ray casts and nearest searches over integer cells ------------------
+ *
+ * The kinds whose nodes are integer cells (quadtree, level_quadtree,
+ * bucket_quadtree) turn a cell back into the world region of the points the
+ * conservative mapping sends into it, to test the ray or the point against
+ * it. Two things make that region hold everything the cell lists:
+ * - a cell on the border of the integer square takes every point beyond
+ *   the world on that side (the mapping clamps), so those sides are
+ *   infinite;
+ * - the region's inner sides are computed in double and rounded to float,
+ *   and the mapping rounds too, so they are pushed out by a hair that
+ *   dwarfs both roundings: 4e-5 of the largest magnitude involved (the
+ *   world's corners, and for a ray its origin, since a point on the segment
+ *   carries the rounding of origin + t * direction, a few ulps of the
+ *   larger of the two). The hair only ever makes regions larger: a cell
+ *   visited for nothing costs time, never an answer. */
+
+/// The frame that maps a tree's integer cells back to world regions.
+typedef struct qg_tree_frame {
+    double x0, y0; ///< the world's min corner
+    double ux, uy; ///< world units per integer unit
+    float hair;    ///< how far each inner side is pushed out
+    int32_t side;  ///< integer units per axis
+} qg_tree_frame;
+
+/// The frame of world `w` mapped onto `side` units per axis, for a search
+/// around a point of magnitude `reach` (a ray's origin; 0 for nearest).
+static inline qg_tree_frame qg_tree_frame_make(const qg_tree_world *w, int32_t side, float reach)
+{
+    const qg_rect b = w->box;
+    float m = reach;
+    m = fabsf(b.min_x) > m ? fabsf(b.min_x) : m;
+    m = fabsf(b.max_x) > m ? fabsf(b.max_x) : m;
+    m = fabsf(b.min_y) > m ? fabsf(b.min_y) : m;
+    m = fabsf(b.max_y) > m ? fabsf(b.max_y) : m;
+    qg_tree_frame f = {b.min_x, b.min_y, qg_extent(b.min_x, b.max_x) / side, qg_extent(b.min_y, b.max_y) / side,
+                       4e-5f * m + 1e-30f, side};
+    return f;
+}
+
+/// The world region of the integer square [x, x + size) x [y, y + size):
+/// every point the mapping sends into it lies inside (see above).
+static inline qg_rect qg_tree_region(const qg_tree_frame *f, int32_t x, int32_t y, int32_t size)
+{
+    const float inf = INFINITY;
+    qg_rect r;
+    r.min_x = x == 0 ? -inf : (float)(f->x0 + x * f->ux) - f->hair;
+    r.min_y = y == 0 ? -inf : (float)(f->y0 + y * f->uy) - f->hair;
+    r.max_x = x + size >= f->side ? inf : (float)(f->x0 + (x + size) * f->ux) + f->hair;
+    r.max_y = y + size >= f->side ? inf : (float)(f->y0 + (y + size) * f->uy) + f->hair;
+    return r;
+}
+
+/// Reports element h, hit at t, to the ray's callback (the second half of
+/// qg_ray_offer, for kinds that decide between the test and the report
+/// whether this node is the one that reports h). False once stopped.
+static inline bool qg_tree_ray_report(qg_ray *r, qg_handle h, float t)
+{
+    const float m = r->fn(h, t, r->user);
+    if (!(m >= 0.0f)) {
+        r->stop = true;
+        return false;
+    }
+    r->max_t = m < r->max_t ? m : r->max_t;
+    return true;
+}
+
+/// A node waiting on a ray cast's or nearest search's stack, with its key:
+/// the entry parameter or the distance2 it had when pushed (the key only
+/// falls short of the truth, so a node popped with a key past the current
+/// bound is skipped).
+typedef struct qg_tree_pending {
+    qg_tree_cell c;
+    float key;
+} qg_tree_pending;
+
+/// Pushes the n children in ch (keys set) so the smallest key pops first:
+/// sorted by key, largest pushed first. n <= 4.
+static inline void qg_tree_push_sorted(qg_tree_pending *stack, int *top, qg_tree_pending *ch, int n)
+{
+    for (int i = 1; i < n; ++i) {
+        const qg_tree_pending v = ch[i];
+        int j = i;
+        while (j > 0 && ch[j - 1].key < v.key) {
+            ch[j] = ch[j - 1];
+            j--;
+        }
+        ch[j] = v;
+    }
+    for (int i = 0; i < n; ++i)
+        stack[(*top)++] = ch[i];
+}
+
 
 #endif
