@@ -775,4 +775,100 @@ static qg_status loose_quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree);
+/// True when the node holds nothing: its box is still the empty one (an
+/// empty box would look whole to the ray test once its slabs are swapped).
+static inline bool lq_empty(const lq_node *n)
+{
+    return n->rect[0] > n->rect[2];
+}
+
+/// qg_raycast: nodes near to far by the parameter at which the segment
+/// enters their boxes. A node's box holds the float boxes of everything
+/// below it, and the ray test's slab parameters are monotonic in the box's
+/// sides (one subtraction and one product, each rounding monotonically), so
+/// an element's [t0, t1] lies inside its node's: a node the segment misses,
+/// or enters past the current max_t, holds no hit left to report (a tie at
+/// max_t is still entered), with no widening at all. Each element is in one
+/// leaf: reported once.
+static void loose_quadtree_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                                   qg_ray_fn *fn, void *user)
+{
+    const loose_quadtree *lq = (const loose_quadtree *)index;
+    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_pending stack[LQ_STACK];
+    int top = 0;
+    float t0, t1;
+    if (lq_empty(&lq->nodes[0]) || !qg_ray_span(&r, lq_rect(&lq->nodes[0]), &t0, &t1))
+        return;
+    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, t0};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > r.max_t)
+            continue;
+        const lq_node n = lq->nodes[p.c.node];
+        if (!lq_is_branch(n)) {
+            for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
+                if (!qg_ray_offer(&r, h, index->boxes[h]))
+                    return;
+            }
+            continue;
+        }
+        const int32_t fc = lq_first_child(n);
+        qg_tree_pending ch[4];
+        int k = 0;
+        for (int i = 0; i < 4; ++i) {
+            const lq_node *c = &lq->nodes[fc + i];
+            if (!lq_empty(c) && qg_ray_span(&r, lq_rect(c), &t0, &t1))
+                ch[k++] = (qg_tree_pending){{fc + i, 0, 0, 0}, t0};
+        }
+        qg_tree_push_sorted(stack, &top, ch, k);
+    }
+}
+
+/// qg_nearest: depth first, children nearest first by the distance2 to
+/// their boxes, skipping every node farther than the k-th best so far
+/// (qg_near_bound; a tie is still entered, it may win on its handle). A
+/// node's box holds its elements' boxes and the distance formula is
+/// monotonic in the box's sides, so a node's distance2 is at most any of
+/// its elements': nothing nearer is ever skipped.
+static int32_t loose_quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                      qg_handle *handles, float *distances2)
+{
+    (void)distances2;
+    const loose_quadtree *lq = (const loose_quadtree *)index;
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    qg_tree_pending stack[LQ_STACK];
+    int top = 0;
+    if (lq_empty(&lq->nodes[0]))
+        return 0;
+    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, 0.0f};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > qg_near_bound(&c))
+            continue;
+        const lq_node n = lq->nodes[p.c.node];
+        if (!lq_is_branch(n)) {
+            for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next)
+                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+            continue;
+        }
+        const int32_t fc = lq_first_child(n);
+        const float bound = qg_near_bound(&c);
+        qg_tree_pending ch[4];
+        int m = 0;
+        for (int i = 0; i < 4; ++i) {
+            const lq_node *cn = &lq->nodes[fc + i];
+            if (lq_empty(cn))
+                continue;
+            const float d = qg_point_box_d2_fast(lq_rect(cn), x, y);
+            if (!(d > bound))
+                ch[m++] = (qg_tree_pending){{fc + i, 0, 0, 0}, d};
+        }
+        qg_tree_push_sorted(stack, &top, ch, m);
+    }
+    return qg_near_finish(&c);
+}
+
+QG_KIND_CLASS_EX(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree, .raycast = loose_quadtree_raycast,
+                 .nearest = loose_quadtree_nearest);
