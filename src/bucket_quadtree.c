@@ -636,17 +636,17 @@ static void bucket_quadtree_raycast(const qg_index *index, float ox, float oy, f
     const bucket_quadtree *bq = (const bucket_quadtree *)index;
     const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
     const qg_tree_frame f = qg_tree_frame_make(&bq->world, BQ_SIDE, reach);
-    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
     qg_tree_pending stack[BQ_STACK];
     int top = 0;
     stack[top++] = (qg_tree_pending){bq_root, 0.0f};
     while (top > 0) {
         const qg_tree_pending p = stack[--top];
-        if (p.key > r.max_t)
+        if (p.key > r.r.max_t)
             continue;
         const bq_node n = bq->nodes[p.c.node];
         for (int32_t h = n.head; h >= 0; h = bq->next[h]) {
-            if (!qg_ray_offer(&r, h, index->boxes[h]))
+            if (!qg_tree_ray_offer(&r, h, index->boxes[h]))
                 return;
         }
         if (n.first_child < 0 || n.total == n.count)
@@ -658,8 +658,8 @@ static void bucket_quadtree_raycast(const qg_index *index, float ox, float oy, f
             const bq_cell cc = qg_tree_child_cell(p.c, n.first_child, i);
             if (bq->nodes[cc.node].total == 0)
                 continue;
-            float t0, t1;
-            if (qg_ray_span(&r, qg_tree_region(&f, cc.x, cc.y, half), &t0, &t1))
+            float t0;
+            if (qg_tree_span(&r, qg_tree_region(&f, cc.x, cc.y, half), &t0))
                 ch[k++] = (qg_tree_pending){cc, t0};
         }
         qg_tree_push_sorted(stack, &top, ch, k);

@@ -552,20 +552,20 @@ static void level_quadtree_raycast(const qg_index *index, float ox, float oy, fl
     const level_quadtree *lv = (const level_quadtree *)index;
     const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
     const qg_tree_frame f = qg_tree_frame_make(&lv->world, 1 << lv->depth, reach);
-    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
     qg_tree_pending stack[LV_STACK];
     int top = 0;
     stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, 0.0f}; // depth holds the level
     while (top > 0) {
         const qg_tree_pending p = stack[--top];
-        if (p.key > r.max_t)
+        if (p.key > r.r.max_t)
             continue;
         const lv_cell c = {p.c.depth, p.c.x, p.c.y};
         const lv_node n = lv->nodes[lv_index(lv, c)];
         int32_t own = 0;
         for (int32_t h = n.head; h >= 0; h = lv->links[h].next) {
             own++;
-            if (!qg_ray_offer(&r, h, index->boxes[h]))
+            if (!qg_tree_ray_offer(&r, h, index->boxes[h]))
                 return;
         }
         if (c.level == lv->depth || n.total == own)
@@ -577,8 +577,8 @@ static void level_quadtree_raycast(const qg_index *index, float ox, float oy, fl
             const lv_cell cc = lv_child(c, i);
             if (lv->nodes[lv_index(lv, cc)].total == 0)
                 continue;
-            float t0, t1;
-            if (qg_ray_span(&r, qg_tree_region(&f, cc.x << shift, cc.y << shift, 1 << shift), &t0, &t1))
+            float t0;
+            if (qg_tree_span(&r, qg_tree_region(&f, cc.x << shift, cc.y << shift, 1 << shift), &t0))
                 ch[k++] = (qg_tree_pending){{0, cc.x, cc.y, cc.level}, t0};
         }
         qg_tree_push_sorted(stack, &top, ch, k);

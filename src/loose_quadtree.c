@@ -794,21 +794,21 @@ static void loose_quadtree_raycast(const qg_index *index, float ox, float oy, fl
                                    qg_ray_fn *fn, void *user)
 {
     const loose_quadtree *lq = (const loose_quadtree *)index;
-    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
     qg_tree_pending stack[LQ_STACK];
     int top = 0;
-    float t0, t1;
-    if (lq_empty(&lq->nodes[0]) || !qg_ray_span(&r, lq_rect(&lq->nodes[0]), &t0, &t1))
+    float t0;
+    if (lq_empty(&lq->nodes[0]) || !qg_tree_span(&r, lq_rect(&lq->nodes[0]), &t0))
         return;
     stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, t0};
     while (top > 0) {
         const qg_tree_pending p = stack[--top];
-        if (p.key > r.max_t)
+        if (p.key > r.r.max_t)
             continue;
         const lq_node n = lq->nodes[p.c.node];
         if (!lq_is_branch(n)) {
             for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
-                if (!qg_ray_offer(&r, h, index->boxes[h]))
+                if (!qg_tree_ray_offer(&r, h, index->boxes[h]))
                     return;
             }
             continue;
@@ -818,7 +818,7 @@ static void loose_quadtree_raycast(const qg_index *index, float ox, float oy, fl
         int k = 0;
         for (int i = 0; i < 4; ++i) {
             const lq_node *c = &lq->nodes[fc + i];
-            if (!lq_empty(c) && qg_ray_span(&r, lq_rect(c), &t0, &t1))
+            if (!lq_empty(c) && qg_tree_span(&r, lq_rect(c), &t0))
                 ch[k++] = (qg_tree_pending){{fc + i, 0, 0, 0}, t0};
         }
         qg_tree_push_sorted(stack, &top, ch, k);

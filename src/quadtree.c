@@ -1010,13 +1010,13 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
     const quadtree *qt = (const quadtree *)index;
     const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
     const qg_tree_frame f = qg_tree_frame_make(&qt->world, QT_SIDE, reach);
-    qg_ray r = qg_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
     qg_tree_pending stack[QT_STACK];
     int top = 0;
     stack[top++] = (qg_tree_pending){qt_root, 0.0f}; // the root's region is the plane
     while (top > 0) {
         const qg_tree_pending p = stack[--top];
-        if (p.key > r.max_t)
+        if (p.key > r.r.max_t)
             continue;
         const qt_cell c = p.c;
         const qt_node n = qt->nodes[c.node];
@@ -1025,7 +1025,7 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
                 const qg_handle h = qt->enodes.data[e].element;
                 const qg_rect b = index->boxes[h];
                 float t;
-                if (!qg_ray_box_fast(b, ox, oy, dx, dy, r.max_t, &t))
+                if (!qg_tree_ray_hit(&r, b, &t))
                     continue;
                 float px = ox, py = oy;
                 if (dx != 0.0f) {
@@ -1048,8 +1048,8 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
         int k = 0;
         for (int i = 0; i < 4; ++i) {
             const qt_cell cc = qg_tree_child_cell(c, n.first_child, i);
-            float t0, t1;
-            if (qg_ray_span(&r, qg_tree_region(&f, cc.x, cc.y, half), &t0, &t1))
+            float t0;
+            if (qg_tree_span(&r, qg_tree_region(&f, cc.x, cc.y, half), &t0))
                 ch[k++] = (qg_tree_pending){cc, t0};
         }
         qg_tree_push_sorted(stack, &top, ch, k);

@@ -386,17 +386,126 @@ static inline qg_rect qg_tree_region(const qg_tree_frame *f, int32_t x, int32_t 
     return r;
 }
 
+/// A qg_raycast in progress with the direction's inverses computed once
+/// (the hit test divides per element otherwise).
+typedef struct qg_tree_ray {
+    qg_ray r;
+    float ix, iy; ///< 1 / dx, 1 / dy (0 for a zero component: not used)
+} qg_tree_ray;
+
+static inline qg_tree_ray qg_tree_ray_start(float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                                            void *user)
+{
+    qg_tree_ray q = {qg_ray_start(ox, oy, dx, dy, max_t, fn, user), dx != 0.0f ? 1.0f / dx : 0.0f,
+                     dy != 0.0f ? 1.0f / dy : 0.0f};
+    return q;
+}
+
+/// qg_ray_box_fast at the current max_t with the inverses computed once:
+/// the same operations on the same values (1 / dx rounds the same every
+/// time), so the same answers bit for bit.
+static inline bool qg_tree_ray_hit(const qg_tree_ray *q, qg_rect box, float *t)
+{
+    float t0 = 0.0f, t1 = q->r.max_t;
+    if (q->r.dx == 0.0f) {
+        if (q->r.ox < box.min_x || q->r.ox > box.max_x)
+            return false;
+    } else {
+        float ta = (box.min_x - q->r.ox) * q->ix, tb = (box.max_x - q->r.ox) * q->ix;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (q->r.dy == 0.0f) {
+        if (q->r.oy < box.min_y || q->r.oy > box.max_y)
+            return false;
+    } else {
+        float ta = (box.min_y - q->r.oy) * q->iy, tb = (box.max_y - q->r.oy) * q->iy;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (!(t0 <= t1))
+        return false;
+    *t = t0;
+    return true;
+}
+
 /// Reports element h, hit at t, to the ray's callback (the second half of
 /// qg_ray_offer, for kinds that decide between the test and the report
 /// whether this node is the one that reports h). False once stopped.
-static inline bool qg_tree_ray_report(qg_ray *r, qg_handle h, float t)
+static inline bool qg_tree_ray_report(qg_tree_ray *q, qg_handle h, float t)
 {
-    const float m = r->fn(h, t, r->user);
+    const float m = q->r.fn(h, t, q->r.user);
     if (!(m >= 0.0f)) {
-        r->stop = true;
+        q->r.stop = true;
         return false;
     }
-    r->max_t = m < r->max_t ? m : r->max_t;
+    q->r.max_t = m < q->r.max_t ? m : q->r.max_t;
+    return true;
+}
+
+/// qg_ray_offer with the inverses computed once.
+static inline bool qg_tree_ray_offer(qg_tree_ray *q, qg_handle h, qg_rect box)
+{
+    float t;
+    return !qg_tree_ray_hit(q, box, &t) || qg_tree_ray_report(q, h, t);
+}
+
+/// The entry parameter *t0 of the segment (at the current max_t) into a
+/// node's box; false when it misses it. The hit test's formula, whose slab
+/// parameters are monotonic in the box's sides, so a box holding an
+/// element's box gets an interval holding the element's, with one
+/// exception this test removes: a direction component so small that its
+/// inverse is infinite, with the origin exactly on one of the box's sides
+/// on that axis, gives 0 * inf = NaN for that side and +-inf for the other,
+/// and the hit test's swap then narrows to nothing (a zero-width element
+/// there, both NaN, is still hit). A NaN on an axis here narrows nothing
+/// on that axis, which holds every element's interval.
+static inline bool qg_tree_span(const qg_tree_ray *q, qg_rect c, float *t0)
+{
+    float a = 0.0f, b = q->r.max_t;
+    if (q->r.dx == 0.0f) {
+        if (q->r.ox < c.min_x || q->r.ox > c.max_x)
+            return false;
+    } else {
+        float ta = (c.min_x - q->r.ox) * q->ix, tb = (c.max_x - q->r.ox) * q->ix;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        if (!isnan(ta) && !isnan(tb)) {
+            a = ta > a ? ta : a;
+            b = tb < b ? tb : b;
+        }
+    }
+    if (q->r.dy == 0.0f) {
+        if (q->r.oy < c.min_y || q->r.oy > c.max_y)
+            return false;
+    } else {
+        float ta = (c.min_y - q->r.oy) * q->iy, tb = (c.max_y - q->r.oy) * q->iy;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        if (!isnan(ta) && !isnan(tb)) {
+            a = ta > a ? ta : a;
+            b = tb < b ? tb : b;
+        }
+    }
+    if (!(a <= b))
+        return false;
+    *t0 = a;
     return true;
 }
 
