@@ -352,14 +352,17 @@ bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int
 
 /// The frame that maps a tree's integer cells back to world regions.
 typedef struct qg_tree_frame {
-    double x0, y0; ///< the world's min corner
-    double ux, uy; ///< world units per integer unit
-    float hair;    ///< how far each inner side is pushed out
-    int32_t side;  ///< integer units per axis
+    double x0, y0;       ///< the world's min corner
+    double ux, uy;       ///< world units per integer unit: 1 / the mapping's float scale
+    float over_x, over_y; ///< past these, v - min overflows to +inf: the last cell
+    float hair;          ///< how far each inner side is pushed out
+    int32_t side;        ///< integer units per axis
 } qg_tree_frame;
 
 /// The frame of world `w` mapped onto `side` units per axis, for a search
 /// around a point of magnitude `reach` (a ray's origin; 0 for nearest).
+/// The units come from the mapping's own float scale (it saturates for
+/// worlds under 1e-34 wide), not from the world's extent.
 static inline qg_tree_frame qg_tree_frame_make(const qg_tree_world *w, int32_t side, float reach)
 {
     const qg_rect b = w->box;
@@ -368,21 +371,38 @@ static inline qg_tree_frame qg_tree_frame_make(const qg_tree_world *w, int32_t s
     m = fabsf(b.max_x) > m ? fabsf(b.max_x) : m;
     m = fabsf(b.min_y) > m ? fabsf(b.min_y) : m;
     m = fabsf(b.max_y) > m ? fabsf(b.max_y) : m;
-    qg_tree_frame f = {b.min_x, b.min_y, qg_extent(b.min_x, b.max_x) / side, qg_extent(b.min_y, b.max_y) / side,
-                       4e-5f * m + 1e-30f, side};
+    const double ox = (double)b.min_x + FLT_MAX, oy = (double)b.min_y + FLT_MAX;
+    qg_tree_frame f = {b.min_x,
+                       b.min_y,
+                       1.0 / (double)w->scale_x,
+                       1.0 / (double)w->scale_y,
+                       (float)(ox < FLT_MAX ? ox : FLT_MAX),
+                       (float)(oy < FLT_MAX ? oy : FLT_MAX),
+                       4e-5f * m + 1e-30f,
+                       side};
     return f;
 }
 
 /// The world region of the integer square [x, x + size) x [y, y + size):
-/// every point the mapping sends into it lies inside (see above).
+/// every point the mapping sends into it lies inside (see above). A world
+/// wider than FLT_MAX sends every point whose distance from its min side
+/// overflows to the last cell, however far from that cell it lies.
 static inline qg_rect qg_tree_region(const qg_tree_frame *f, int32_t x, int32_t y, int32_t size)
 {
     const float inf = INFINITY;
     qg_rect r;
-    r.min_x = x == 0 ? -inf : (float)(f->x0 + x * f->ux) - f->hair;
-    r.min_y = y == 0 ? -inf : (float)(f->y0 + y * f->uy) - f->hair;
-    r.max_x = x + size >= f->side ? inf : (float)(f->x0 + (x + size) * f->ux) + f->hair;
-    r.max_y = y + size >= f->side ? inf : (float)(f->y0 + (y + size) * f->uy) + f->hair;
+    r.min_x = x == 0 ? -inf : qg_tree_to_float(f->x0 + x * f->ux);
+    r.min_y = y == 0 ? -inf : qg_tree_to_float(f->y0 + y * f->uy);
+    r.max_x = inf, r.max_y = inf;
+    if (x + size < f->side)
+        r.max_x = qg_tree_to_float(f->x0 + (x + size) * f->ux) + f->hair;
+    else if (f->over_x < r.min_x)
+        r.min_x = f->over_x;
+    if (y + size < f->side)
+        r.max_y = qg_tree_to_float(f->y0 + (y + size) * f->uy) + f->hair;
+    else if (f->over_y < r.min_y)
+        r.min_y = f->over_y;
+    r.min_x -= f->hair, r.min_y -= f->hair;
     return r;
 }
 
