@@ -651,16 +651,14 @@ static void bucket_quadtree_raycast(const qg_index *index, float ox, float oy, f
         }
         if (n.first_child < 0 || n.total == n.count)
             continue;
-        const int32_t half = (BQ_SIDE >> p.c.depth) >> 1;
+        float t0[4];
+        const unsigned hit = qg_tree_child_spans(&r, &f, p.c.x, p.c.y, BQ_SIDE >> p.c.depth, t0);
         qg_tree_pending ch[4];
         int k = 0;
         for (int i = 0; i < 4; ++i) {
             const bq_cell cc = qg_tree_child_cell(p.c, n.first_child, i);
-            if (bq->nodes[cc.node].total == 0)
-                continue;
-            float t0;
-            if (qg_tree_span(&r, qg_tree_region(&f, cc.x, cc.y, half), &t0))
-                ch[k++] = (qg_tree_pending){cc, t0};
+            if ((hit >> i & 1) && bq->nodes[cc.node].total > 0)
+                ch[k++] = (qg_tree_pending){cc, t0[i]};
         }
         qg_tree_push_sorted(stack, &top, ch, k);
     }

@@ -570,16 +570,15 @@ static void level_quadtree_raycast(const qg_index *index, float ox, float oy, fl
         }
         if (c.level == lv->depth || n.total == own)
             continue;
-        const int shift = lv->depth - c.level - 1;
+        const int shift = lv->depth - c.level;
+        float t0[4];
+        const unsigned hit = qg_tree_child_spans(&r, &f, c.x << shift, c.y << shift, 1 << shift, t0);
         qg_tree_pending ch[4];
         int k = 0;
         for (int i = 0; i < 4; ++i) {
             const lv_cell cc = lv_child(c, i);
-            if (lv->nodes[lv_index(lv, cc)].total == 0)
-                continue;
-            float t0;
-            if (qg_tree_span(&r, qg_tree_region(&f, cc.x << shift, cc.y << shift, 1 << shift), &t0))
-                ch[k++] = (qg_tree_pending){{0, cc.x, cc.y, cc.level}, t0};
+            if ((hit >> i & 1) && lv->nodes[lv_index(lv, cc)].total > 0)
+                ch[k++] = (qg_tree_pending){{0, cc.x, cc.y, cc.level}, t0[i]};
         }
         qg_tree_push_sorted(stack, &top, ch, k);
     }

@@ -989,6 +989,28 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
+/// Tests element h for the ray in leaf c and reports it when c is its
+/// reporting leaf (see quadtree_raycast); false once the callback stopped.
+static inline bool qt_ray_element(const quadtree *qt, qg_tree_ray *r, qt_cell c, qg_handle h)
+{
+    const qg_rect b = qt->base.boxes[h];
+    float t;
+    if (!qg_tree_ray_hit(r, b, &t))
+        return true;
+    float px = r->r.ox, py = r->r.oy;
+    if (r->r.dx != 0.0f) {
+        const float s = t * r->r.dx; // t is +inf only where dx pushes toward the box
+        px += s;
+    }
+    if (r->r.dy != 0.0f) {
+        const float s = t * r->r.dy;
+        py += s;
+    }
+    px = px < b.min_x ? b.min_x : px > b.max_x ? b.max_x : px;
+    py = py < b.min_y ? b.min_y : py > b.max_y ? b.max_y : py;
+    return !qt_corner_here(qt, c, px, py) || qg_tree_ray_report(r, h, t);
+}
+
 /// qg_raycast: the cells the segment crosses, near to far. Each node's
 /// region (qg_tree_region: border sides infinite, inner sides pushed out by
 /// a hair) holds every element its leaves list, so a node whose region the
@@ -1011,9 +1033,28 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
     const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
     const qg_tree_frame f = qg_tree_frame_make(&qt->world, QT_SIDE, reach);
     qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    // A finite segment starts at the deepest node whose cell holds all of
+    // it, pushed out by twice the hair: every point P below maps into it
+    // (monotonic mapping), so the nodes above hold no other reporting leaf.
+    qt_cell from = qt_root;
+    if (max_t < INFINITY) {
+        float ex = ox, ey = oy;
+        if (dx != 0.0f) {
+            const float s = max_t * dx;
+            ex = ox + s;
+        }
+        if (dy != 0.0f) {
+            const float s = max_t * dy;
+            ey = oy + s;
+        }
+        const float h = 2.0f * f.hair;
+        const qg_rect seg = {(ox < ex ? ox : ex) - h, (oy < ey ? oy : ey) - h, (ox < ex ? ex : ox) + h,
+                             (oy < ey ? ey : oy) + h};
+        from = qt_descend(qt, qt_root, qt_map_box(qt, seg));
+    }
     qg_tree_pending stack[QT_STACK];
     int top = 0;
-    stack[top++] = (qg_tree_pending){qt_root, 0.0f}; // the root's region is the plane
+    stack[top++] = (qg_tree_pending){from, 0.0f};
     while (top > 0) {
         const qg_tree_pending p = stack[--top];
         if (p.key > r.r.max_t)
@@ -1021,37 +1062,33 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
         const qt_cell c = p.c;
         const qt_node n = qt->nodes[c.node];
         if (n.count != -1) {
-            for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
-                const qg_handle h = qt->enodes.data[e].element;
-                const qg_rect b = index->boxes[h];
-                float t;
-                if (!qg_tree_ray_hit(&r, b, &t))
-                    continue;
-                float px = ox, py = oy;
-                if (dx != 0.0f) {
-                    const float s = t * dx; // t may be +inf only where dx pushes toward the box
-                    px = ox + s;
+            if (n.count <= QT_GATHER) {
+                // The handles first, each box's load started: the boxes lie
+                // anywhere in memory, and their misses then overlap.
+                qg_handle ids[QT_GATHER];
+                int m = 0;
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                    ids[m] = qt->enodes.data[e].element;
+                    QT_PREFETCH(&index->boxes[ids[m]]);
+                    m++;
                 }
-                if (dy != 0.0f) {
-                    const float s = t * dy;
-                    py = oy + s;
-                }
-                px = px < b.min_x ? b.min_x : px > b.max_x ? b.max_x : px;
-                py = py < b.min_y ? b.min_y : py > b.max_y ? b.max_y : py;
-                if (qt_corner_here(qt, c, px, py) && !qg_tree_ray_report(&r, h, t))
-                    return;
+                for (int i = 0; i < m; ++i)
+                    if (!qt_ray_element(qt, &r, c, ids[i]))
+                        return;
+            } else {
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next)
+                    if (!qt_ray_element(qt, &r, c, qt->enodes.data[e].element))
+                        return;
             }
             continue;
         }
-        const int32_t half = (QT_SIDE >> c.depth) >> 1;
+        float t0[4];
+        const unsigned hit = qg_tree_child_spans(&r, &f, c.x, c.y, QT_SIDE >> c.depth, t0);
         qg_tree_pending ch[4];
         int k = 0;
-        for (int i = 0; i < 4; ++i) {
-            const qt_cell cc = qg_tree_child_cell(c, n.first_child, i);
-            float t0;
-            if (qg_tree_span(&r, qg_tree_region(&f, cc.x, cc.y, half), &t0))
-                ch[k++] = (qg_tree_pending){cc, t0};
-        }
+        for (int i = 0; i < 4; ++i)
+            if (hit >> i & 1)
+                ch[k++] = (qg_tree_pending){qg_tree_child_cell(c, n.first_child, i), t0[i]};
         qg_tree_push_sorted(stack, &top, ch, k);
     }
 }

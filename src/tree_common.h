@@ -529,6 +529,58 @@ static inline bool qg_tree_span(const qg_tree_ray *q, qg_rect c, float *t0)
     return true;
 }
 
+/// One axis of qg_tree_child_spans: the parameter intervals [a[j], b[j]]
+/// of the low (j = 0) and high (j = 1) child's region sides lo[j], hi[j],
+/// as qg_tree_span computes them.
+static inline void qg_tree_axis_spans(float o, float d, float inv, const float *lo, const float *hi, float *a,
+                                      float *b)
+{
+    for (int j = 0; j < 2; ++j) {
+        if (d == 0.0f) {
+            const bool in = !(o < lo[j] || o > hi[j]);
+            a[j] = in ? -INFINITY : INFINITY;
+            b[j] = in ? INFINITY : -INFINITY;
+            continue;
+        }
+        float ta = (lo[j] - o) * inv, tb = (hi[j] - o) * inv;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        const bool nan = isnan(ta) || isnan(tb);
+        a[j] = nan ? -INFINITY : ta;
+        b[j] = nan ? INFINITY : tb;
+    }
+}
+
+/// qg_tree_span of qg_tree_region of each of the 4 children (TL, TR, BL,
+/// BR) of the cell [x, x + size) x [y, y + size), with the same values
+/// (the children share their sides, so each is converted once): bit i of
+/// the result is set when the segment reaches child i, t0[i] its entry.
+static inline unsigned qg_tree_child_spans(const qg_tree_ray *q, const qg_tree_frame *f, int32_t x, int32_t y,
+                                           int32_t size, float *t0)
+{
+    const int32_t half = size >> 1;
+    const qg_rect lo = qg_tree_region(f, x, y, half), hi = qg_tree_region(f, x + half, y + half, half);
+    const float xl[2] = {lo.min_x, hi.min_x}, xh[2] = {lo.max_x, hi.max_x};
+    const float yl[2] = {lo.min_y, hi.min_y}, yh[2] = {lo.max_y, hi.max_y};
+    float ax[2], bx[2], ay[2], by[2];
+    qg_tree_axis_spans(q->r.ox, q->r.dx, q->ix, xl, xh, ax, bx);
+    qg_tree_axis_spans(q->r.oy, q->r.dy, q->iy, yl, yh, ay, by);
+    unsigned mask = 0;
+    for (int i = 0; i < 4; ++i) {
+        float a = 0.0f, b = q->r.max_t;
+        a = ax[i & 1] > a ? ax[i & 1] : a;
+        a = ay[i >> 1] > a ? ay[i >> 1] : a;
+        b = bx[i & 1] < b ? bx[i & 1] : b;
+        b = by[i >> 1] < b ? by[i >> 1] : b;
+        t0[i] = a;
+        mask |= (unsigned)(a <= b) << i;
+    }
+    return mask;
+}
+
 /// A node waiting on a ray cast's or nearest search's stack, with its key:
 /// the entry parameter or the distance2 it had when pushed (the key only
 /// falls short of the truth, so a node popped with a key past the current
