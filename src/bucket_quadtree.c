@@ -689,17 +689,15 @@ static int32_t bucket_quadtree_nearest(const qg_index *index, float x, float y, 
             qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
         if (n.first_child < 0 || n.total == n.count)
             continue;
-        const int32_t half = (BQ_SIDE >> p.c.depth) >> 1;
         const float bound = qg_near_bound(&c);
+        float d2[4];
+        qg_tree_child_d2(&f, p.c.x, p.c.y, BQ_SIDE >> p.c.depth, x, y, d2);
         qg_tree_pending ch[4];
         int m = 0;
         for (int i = 0; i < 4; ++i) {
             const bq_cell cc = qg_tree_child_cell(p.c, n.first_child, i);
-            if (bq->nodes[cc.node].total == 0)
-                continue;
-            const float d = qg_point_box_d2_fast(qg_tree_region(&f, cc.x, cc.y, half), x, y);
-            if (!(d > bound))
-                ch[m++] = (qg_tree_pending){cc, d};
+            if (!(d2[i] > bound) && bq->nodes[cc.node].total > 0)
+                ch[m++] = (qg_tree_pending){cc, d2[i]};
         }
         qg_tree_push_sorted(stack, &top, ch, m);
     }

@@ -613,17 +613,16 @@ static int32_t level_quadtree_nearest(const qg_index *index, float x, float y, i
         }
         if (cell.level == lv->depth || n.total == own)
             continue;
-        const int shift = lv->depth - cell.level - 1;
+        const int shift = lv->depth - cell.level;
         const float bound = qg_near_bound(&c);
+        float d2[4];
+        qg_tree_child_d2(&f, cell.x << shift, cell.y << shift, 1 << shift, x, y, d2);
         qg_tree_pending ch[4];
         int m = 0;
         for (int i = 0; i < 4; ++i) {
             const lv_cell cc = lv_child(cell, i);
-            if (lv->nodes[lv_index(lv, cc)].total == 0)
-                continue;
-            const float d = qg_point_box_d2_fast(qg_tree_region(&f, cc.x << shift, cc.y << shift, 1 << shift), x, y);
-            if (!(d > bound))
-                ch[m++] = (qg_tree_pending){{0, cc.x, cc.y, cc.level}, d};
+            if (!(d2[i] > bound) && lv->nodes[lv_index(lv, cc)].total > 0)
+                ch[m++] = (qg_tree_pending){{0, cc.x, cc.y, cc.level}, d2[i]};
         }
         qg_tree_push_sorted(stack, &top, ch, m);
     }

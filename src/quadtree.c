@@ -1116,22 +1116,32 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
             continue;
         const qt_node n = qt->nodes[p.c.node];
         if (n.count != -1) {
-            for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
-                const qg_handle h = qt->enodes.data[e].element;
-                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+            if (n.count <= QT_GATHER) {
+                qg_handle ids[QT_GATHER]; // as in quadtree_raycast: the boxes' misses overlap
+                int m = 0;
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                    ids[m] = qt->enodes.data[e].element;
+                    QT_PREFETCH(&index->boxes[ids[m]]);
+                    m++;
+                }
+                for (int i = 0; i < m; ++i)
+                    qg_near_offer(&c, ids[i], qg_point_box_d2_fast(index->boxes[ids[i]], x, y));
+            } else {
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                    const qg_handle h = qt->enodes.data[e].element;
+                    qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+                }
             }
             continue;
         }
-        const int32_t half = (QT_SIDE >> p.c.depth) >> 1;
         const float bound = qg_near_bound(&c);
+        float d2[4];
+        qg_tree_child_d2(&f, p.c.x, p.c.y, QT_SIDE >> p.c.depth, x, y, d2);
         qg_tree_pending ch[4];
         int m = 0;
-        for (int i = 0; i < 4; ++i) {
-            const qt_cell cc = qg_tree_child_cell(p.c, n.first_child, i);
-            const float d = qg_point_box_d2_fast(qg_tree_region(&f, cc.x, cc.y, half), x, y);
-            if (!(d > bound))
-                ch[m++] = (qg_tree_pending){cc, d};
-        }
+        for (int i = 0; i < 4; ++i)
+            if (!(d2[i] > bound))
+                ch[m++] = (qg_tree_pending){qg_tree_child_cell(p.c, n.first_child, i), d2[i]};
         qg_tree_push_sorted(stack, &top, ch, m);
     }
     return qg_near_finish(&c);

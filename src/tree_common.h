@@ -581,6 +581,29 @@ static inline unsigned qg_tree_child_spans(const qg_tree_ray *q, const qg_tree_f
     return mask;
 }
 
+/// qg_point_box_d2_fast of qg_tree_region of each of the 4 children of the
+/// cell [x, x + size) x [y, y + size), from their shared sides: d2[i] for
+/// child i (TL, TR, BL, BR).
+static inline void qg_tree_child_d2(const qg_tree_frame *f, int32_t x, int32_t y, int32_t size, float px, float py,
+                                    float *d2)
+{
+    const int32_t half = size >> 1;
+    const qg_rect lo = qg_tree_region(f, x, y, half), hi = qg_tree_region(f, x + half, y + half, half);
+    float ex[2], ey[2];
+    ex[0] = lo.min_x - px > px - lo.max_x ? lo.min_x - px : px - lo.max_x;
+    ex[1] = hi.min_x - px > px - hi.max_x ? hi.min_x - px : px - hi.max_x;
+    ey[0] = lo.min_y - py > py - lo.max_y ? lo.min_y - py : py - lo.max_y;
+    ey[1] = hi.min_y - py > py - hi.max_y ? hi.min_y - py : py - hi.max_y;
+    for (int j = 0; j < 2; ++j) {
+        ex[j] = ex[j] > 0.0f ? ex[j] : 0.0f;
+        ey[j] = ey[j] > 0.0f ? ey[j] : 0.0f;
+        const float sx = ex[j] * ex[j], sy = ey[j] * ey[j];
+        ex[j] = sx, ey[j] = sy;
+    }
+    for (int i = 0; i < 4; ++i)
+        d2[i] = ex[i & 1] + ey[i >> 1];
+}
+
 /// A node waiting on a ray cast's or nearest search's stack, with its key:
 /// the entry parameter or the distance2 it had when pushed (the key only
 /// falls short of the truth, so a node popped with a key past the current
