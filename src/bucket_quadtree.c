@@ -35,6 +35,19 @@
 //   only into the blocks of nodes the old tree held (no allocation); later
 //   inserts split the rest as usual. The mapping is computed in double: any
 //   finite bounds.
+// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+//   depth first with an explicit stack (near to far is what lets a
+//   closest-hit cast stop early; breadth first cannot), each node's bucket
+//   tested when it is reached, empty subtrees (total 0) skipped, children
+//   near first (by the segment's entry parameter, by distance2), and a node
+//   skipped when the segment misses its region or enters it past the
+//   current max_t, or its distance2 passes the k-th best (strictly: ties are
+//   still entered). A node's region is its cell in world units, border
+//   sides infinite and inner sides pushed out by a hair (qg_tree_region):
+//   it holds every point the mapping sends into the cell, so the box of
+//   every element at or below the node (an element goes down only into a
+//   child that holds its whole integer box). One node per element: each
+//   reported once.
 #include "tree_common.h"
 
 #define BQ_BITS QG_TREE_BITS

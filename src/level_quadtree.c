@@ -43,6 +43,16 @@
 //   quadtree cells are the same cell or one holds the other. So every pair is
 //   found once by testing each node's elements among themselves and each
 //   element against the elements of the descendants its box overlaps.
+// - Ray casts and nearest searches (issue 13) walk the levels themselves,
+//   depth first with an explicit stack, a node's own elements tested when it
+//   is reached, empty subtrees (total 0) skipped, children near first (by
+//   the segment's entry parameter, by distance2), and a node skipped when
+//   the segment misses its region or enters it past the current max_t, or
+//   its distance2 passes the k-th best (strictly: ties are still entered).
+//   A node's region is its cell in world units, border sides infinite and
+//   inner sides pushed out by a hair for rounding (qg_tree_region): it holds
+//   every point the mapping sends into the cell, so the box of every element
+//   at or below the node. Each element is in one node: reported once.
 #include "tree_common.h"
 
 /// Deepest level a caller may ask for: level 11 is 4^11 cells, 5.6 million

@@ -47,6 +47,18 @@
 //   move, which may allocate. The new max_depth puts the smallest cells at
 //   the elements' mean size (or element_size, if larger), under a max_depth
 //   the user chose. The mapping is computed in double: any finite bounds.
+// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+//   depth first with an explicit stack, children near first (by the
+//   segment's entry parameter into their boxes, by distance2 to them),
+//   skipping a node the segment misses or enters past the current max_t, or
+//   whose distance2 passes the k-th best (strictly: ties are still entered).
+//   A node's box holds its elements' float boxes, and both the ray test's
+//   slab parameters and the distance are monotonic in a box's sides, so a
+//   node's interval holds its elements' and its distance2 is at most
+//   theirs: no widening, nothing skipped. (One exception, handled in
+//   qg_tree_span: a direction so small that 1 / d is infinite, with the
+//   origin on a node's side, gives 0 * inf = NaN there; that axis then
+//   narrows nothing.) One leaf per element: each reported once.
 #include "tree_common.h"
 
 #define LQ_BITS QG_TREE_BITS

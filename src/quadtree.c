@@ -54,6 +54,21 @@
 //   may allocate. With element_size given, max_depth follows the new world.
 //   A world is square in world units (cells as wide as tall): its mapping to
 //   integers is computed in double, so any finite bounds work.
+// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+//   depth first with an explicit stack, children near first (by the
+//   segment's entry parameter, by distance2), skipping a node whose region
+//   the segment misses or enters past the current max_t, or whose distance2
+//   passes the k-th best (strictly: ties are still entered). A node's region
+//   is its cell turned back into world units, border sides infinite (the
+//   mapping clamps outside elements there) and inner sides pushed out by a
+//   hair for rounding (qg_tree_region), so it holds every point the mapping
+//   sends into the cell and the box of every element its leaves list:
+//   skipping it skips nothing. An element listed in several leaves is
+//   reported by one without a visited set: the leaf holding P, its hit
+//   point clamped into its box, which the mapping sends into the box's
+//   integer range (so that leaf lists it) and which lies on the segment to
+//   within the hair (so the walk reaches that leaf while the element is
+//   still a hit). Nearest offers it from every leaf: the heap takes it once.
 #include "pool.h"
 #include "tree_common.h"
 
