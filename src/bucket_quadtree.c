@@ -690,17 +690,26 @@ static int32_t bucket_quadtree_nearest(const qg_index *index, float x, float y, 
     const qg_tree_frame f = qg_tree_frame_make(&bq->world, BQ_SIDE, 0.0f);
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_distance2, handles);
-    qg_tree_pending stack[BQ_STACK];
+    // Each pop pushes at most 5: its own bucket and 4 children.
+    qg_tree_pending stack[4 * (BQ_BITS + 2)];
     int top = 0;
     stack[top++] = (qg_tree_pending){bq_root, 0.0f};
     while (top > 0) {
         const qg_tree_pending p = stack[--top];
         if (p.key > qg_near_bound(&c))
             continue;
-        const bq_node n = bq->nodes[p.c.node];
-        for (int32_t h = n.head; h >= 0; h = bq->next[h])
-            qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
-        if (n.first_child < 0 || n.total == n.count)
+        const bq_node n = bq->nodes[p.c.node < 0 ? ~p.c.node : p.c.node];
+        if (p.c.node < 0 || n.first_child < 0) { // a bucket alone (node ~i), or a leaf
+            for (int32_t h = n.head; h >= 0; h = bq->next[h])
+                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+            continue;
+        }
+        // A branch's bucket after its children: its elements straddle its
+        // centre lines, most far from the point, and by then the k best so
+        // far turn nearly all of them away at the first comparison.
+        if (n.count > 0)
+            stack[top++] = (qg_tree_pending){{~p.c.node, p.c.x, p.c.y, p.c.depth}, p.key};
+        if (n.total == n.count)
             continue;
         const float bound = qg_near_bound(&c);
         float d2[4];

@@ -607,22 +607,26 @@ static int32_t level_quadtree_nearest(const qg_index *index, float x, float y, i
     const qg_tree_frame f = qg_tree_frame_make(&lv->world, 1 << lv->depth, 0.0f);
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_distance2, handles);
-    qg_tree_pending stack[LV_STACK];
+    // Each pop pushes at most 5: its own elements and 4 children.
+    qg_tree_pending stack[4 * (LV_MAX_DEPTH + 2)];
     int top = 0;
-    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, 0.0f};
+    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, 0.0f}; // node 1: the node's own elements only
     while (top > 0) {
         const qg_tree_pending p = stack[--top];
         if (p.key > qg_near_bound(&c))
             continue;
         const lv_cell cell = {p.c.depth, p.c.x, p.c.y};
         const lv_node n = lv->nodes[lv_index(lv, cell)];
-        int32_t own = 0;
-        for (int32_t h = n.head; h >= 0; h = lv->links[h].next) {
-            own++;
-            qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
-        }
-        if (cell.level == lv->depth || n.total == own)
+        if (p.c.node == 1 || cell.level == lv->depth) {
+            for (int32_t h = n.head; h >= 0; h = lv->links[h].next)
+                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
             continue;
+        }
+        // The node's own elements after its children: they straddle its
+        // centre lines, most far from the point, and by then the k best
+        // so far turn nearly all of them away at the first comparison.
+        if (n.head >= 0)
+            stack[top++] = (qg_tree_pending){{1, cell.x, cell.y, cell.level}, p.key};
         const int shift = lv->depth - cell.level;
         const float bound = qg_near_bound(&c);
         float d2[4];
