@@ -469,9 +469,10 @@ static void qt_upkeep(quadtree *qt, int64_t count)
         qt_refit(qt, -1, true, count);
 }
 
-static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+/// Links h (box `box`) into every leaf its box overlaps and splits the
+/// leaves it filled: an insert without the re-fit check.
+static qg_status qt_insert_one(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    quadtree *qt = (quadtree *)index;
     const qt_ibox b = qt_map_box(qt, box);
     const qt_cell from = qt_descend(qt, qt_root, b);
     qt_iter it;
@@ -496,8 +497,110 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     qg_tree_note(&qt->world, box);
     if (overfull)
         qt_split_leaves(qt, from, b);
-    qt_upkeep(qt, index->count + 1);
     return QG_OK;
+}
+
+static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    quadtree *qt = (quadtree *)index;
+    const qg_status s = qt_insert_one(qt, txn, h, box);
+    if (s == QG_OK)
+        qt_upkeep(qt, index->count + 1);
+    return s;
+}
+
+/// Interleaves the low 15 bits of x and y (x in the even bits): the order
+/// of a depth-first walk of the tree's cells.
+static inline uint32_t qt_morton(uint32_t x, uint32_t y)
+{
+    x = (x | x << 8) & 0x00FF00FFu;
+    x = (x | x << 4) & 0x0F0F0F0Fu;
+    x = (x | x << 2) & 0x33333333u;
+    x = (x | x << 1) & 0x55555555u;
+    y = (y | y << 8) & 0x00FF00FFu;
+    y = (y | y << 4) & 0x0F0F0F0Fu;
+    y = (y | y << 2) & 0x33333333u;
+    y = (y | y << 1) & 0x55555555u;
+    return x | y << 1;
+}
+
+static void quadtree_remove(qg_index *index, qg_handle h);
+
+/// qg_insert_many: one re-fit check for the whole batch (a re-fit rebuilds
+/// from every live slot, the new ones included, and is then the whole
+/// job), else one sort and the inserts in the order of the boxes' min
+/// corners' cells, so each descent walks the nodes the last one left in the
+/// cache and a leaf fills and splits while it is hot (their loads started
+/// well ahead: in that order handles, boxes and depths lie anywhere). All
+/// or nothing as the one-by-one path is: an insert that lacks memory fails
+/// before it changes anything, and the ones before it are taken out again
+/// (removal never allocates). Without memory for the sort's scratch the
+/// boxes go in the order given.
+static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    quadtree *qt = (quadtree *)index;
+    qg_handle top = 0;
+    for (int32_t i = 0; i < n; ++i)
+        top = handles[i] > top ? handles[i] : top;
+    if (!qg_txn_reserve(txn, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), (int64_t)top + 1))
+        return QG_ERR_NOMEM;
+    if (qt->resplit)
+        qt_resplit(qt);
+    const int64_t count = (int64_t)index->count + n;
+    if (qg_tree_grown(&qt->world, count) && qt_refit(qt, -1, true, count))
+        return QG_OK;
+    const size_t bytes = (size_t)n * sizeof(uint64_t);
+    uint64_t *key = n > 1 ? qg_mem_alloc(&index->alloc, 2 * bytes) : NULL, *tmp = NULL;
+    if (key != NULL) {
+        // Keys: the min corner's cell (30 bits of Morton order) above the
+        // position in `handles`; least significant digit first, 10 bits at
+        // a time (three passes: the sorted keys end in the second half).
+        tmp = key + n;
+        for (int32_t i = 0; i < n; ++i) {
+            const qt_ibox b = qt_map_box(qt, index->boxes[handles[i]]);
+            key[i] = (uint64_t)qt_morton((uint32_t)b.x0, (uint32_t)b.y0) << 32 | (uint32_t)i;
+        }
+        for (int shift = 32; shift < 62; shift += 10) {
+            int32_t count_of[1025] = {0};
+            for (int32_t i = 0; i < n; ++i)
+                count_of[(key[i] >> shift & 1023) + 1]++;
+            for (int d = 0; d < 1024; ++d)
+                count_of[d + 1] += count_of[d];
+            for (int32_t i = 0; i < n; ++i)
+                tmp[count_of[key[i] >> shift & 1023]++] = key[i];
+            uint64_t *s = key;
+            key = tmp;
+            tmp = s;
+        }
+    }
+    qg_status s = QG_OK;
+    int32_t done = 0;
+    for (; done < n; ++done) {
+        const int32_t i = key != NULL ? (int32_t)(uint32_t)key[done] : done;
+#if defined(__GNUC__)
+        if (key != NULL && done + 16 < n)
+            __builtin_prefetch(&handles[(uint32_t)key[done + 16]]);
+        if (key != NULL && done + 8 < n) {
+            const qg_handle a = handles[(uint32_t)key[done + 8]];
+            __builtin_prefetch(&index->boxes[a]);
+            __builtin_prefetch(&qt->depths[a], 1);
+        }
+#endif
+        const qg_handle h = handles[i];
+        qg_txn one;
+        qg_txn_begin(&one, &index->alloc);
+        s = qt_insert_one(qt, &one, h, index->boxes[h]);
+        if (s != QG_OK) {
+            qg_txn_rollback(&one);
+            break;
+        }
+    }
+    if (s != QG_OK)
+        for (int32_t j = 0; j < done; ++j)
+            quadtree_remove(index, handles[key != NULL ? (int32_t)(uint32_t)key[j] : j]);
+    if (key != NULL)
+        qg_mem_free(&index->alloc, key < tmp ? key : tmp, 2 * bytes);
+    return s;
 }
 
 static void quadtree_remove(qg_index *index, qg_handle h)
@@ -1163,4 +1266,4 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
 }
 
 QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
-                 .nearest = quadtree_nearest);
+                 .nearest = quadtree_nearest, .insert_many = quadtree_insert_many);
