@@ -59,6 +59,10 @@
 //   qg_tree_span: a direction so small that 1 / d is infinite, with the
 //   origin on a node's side, gives 0 * inf = NaN there; that axis then
 //   narrows nothing.) One leaf per element: each reported once.
+// - qg_insert_many places the elements in the Morton order of their centres
+//   (one radix sort), so consecutive descents share their nodes in cache and
+//   a leaf fills and splits while hot: a bulk build of 1,000,000 boxes takes
+//   about half the time.
 #include "tree_common.h"
 
 #define LQ_BITS QG_TREE_BITS
