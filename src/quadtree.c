@@ -62,13 +62,15 @@
 //   is its cell turned back into world units, border sides infinite (the
 //   mapping clamps outside elements there) and inner sides pushed out by a
 //   hair for rounding (qg_tree_region), so it holds every point the mapping
-//   sends into the cell and the box of every element its leaves list:
-//   skipping it skips nothing. An element listed in several leaves is
-//   reported by one without a visited set: the leaf holding P, its hit
-//   point clamped into its box, which the mapping sends into the box's
-//   integer range (so that leaf lists it) and which lies on the segment to
-//   within the hair (so the walk reaches that leaf while the element is
-//   still a hit). Nearest offers it from every leaf: the heap takes it once.
+//   sends into the cell. An element listed in several leaves is reported by
+//   one without a visited set: the leaf holding P, its hit point clamped
+//   into its box, which the mapping sends into the box's integer range (so
+//   that leaf lists it) and which lies on the segment to within the hair
+//   (so the walk reaches that leaf, and its ancestors, while the element is
+//   still a hit). Nearest is exact the same way: the point of an element's
+//   box nearest the query lies in a leaf that lists it, whose region (and
+//   its ancestors') is no farther. Nearest offers an element from every
+//   leaf that lists it: the heap takes it once.
 // - qg_insert_many inserts in the Morton order of the boxes' min corners
 //   (one radix sort), so consecutive descents share their nodes in cache:
 //   a bulk build of 1,000,000 boxes takes about three quarters of the time.
@@ -1134,9 +1136,10 @@ static inline bool qt_ray_element(const quadtree *qt, qg_tree_ray *r, qt_cell c,
 
 /// qg_raycast: the cells the segment crosses, near to far. Each node's
 /// region (qg_tree_region: border sides infinite, inner sides pushed out by
-/// a hair) holds every element its leaves list, so a node whose region the
-/// segment misses, or enters past the current max_t, holds no hit left to
-/// report; a tie at max_t still enters (the skip is strictly greater).
+/// a hair) holds every point the mapping sends into its cell, so a node
+/// whose region the segment misses, or enters past the current max_t, holds
+/// no reporting leaf (below) of a hit left to report; a tie at max_t still
+/// enters (the skip is strictly greater).
 /// Children are taken in the order the segment enters them, so closest-hit
 /// callbacks shrink max_t early.
 ///
@@ -1147,6 +1150,8 @@ static inline bool qt_ray_element(const quadtree *qt, qg_tree_ray *r, qt_cell c,
 /// range and the leaf holding it lists the element; P is on the segment to
 /// within rounding (the clamp only moves it by that much, the hair covers
 /// it), so the walk reaches that leaf whenever the element is still a hit.
+/// The hair grows with the origin's magnitude: origin + t * direction
+/// carries the rounding of the larger of the two.
 static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
                              qg_ray_fn *fn, void *user)
 {
@@ -1216,9 +1221,11 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
 
 /// qg_nearest: depth first, children nearest first, skipping every node
 /// whose region is farther than the k-th best so far (qg_near_bound; a tie
-/// is still entered, it may win on its handle). A node's region holds every
-/// element its leaves list (see quadtree_raycast), so the region's distance2
-/// is at most theirs and nothing nearer is ever skipped. An element met in
+/// is still entered, it may win on its handle). The point Q of an element's
+/// box nearest the query is in the box, so the mapping sends it into the
+/// box's integer range: the leaf holding Q lists the element, and that
+/// leaf's region and its ancestors' hold Q, so they are no farther than the
+/// element and are never skipped while it could enter. An element met in
 /// several leaves is offered each time; qg_near_offer takes it once.
 static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
                                 qg_handle *handles, float *distances2)
