@@ -338,7 +338,10 @@ bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int
  * The kinds whose nodes are integer cells (quadtree, level_quadtree,
  * bucket_quadtree) turn a cell back into the world region of the points the
  * conservative mapping sends into it, to test the ray or the point against
- * it. Two things make that region hold everything the cell lists:
+ * it. The region holds every point the mapping sends into the cell (for
+ * level_quadtree and bucket_quadtree, whose cells hold their elements'
+ * integer boxes, so every box the node holds; for the quadtree, every
+ * point of a listed box that maps into the leaf). Two things make it so:
  * - a cell on the border of the integer square takes every point beyond
  *   the world on that side (the mapping clamps), so those sides are
  *   infinite;
