@@ -35,6 +35,19 @@
 //   only into the blocks of nodes the old tree held (no allocation); later
 //   inserts split the rest as usual. The mapping is computed in double: any
 //   finite bounds.
+// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+//   depth first with an explicit stack (near to far is what lets a
+//   closest-hit cast stop early; breadth first cannot), each node's bucket
+//   tested when it is reached, empty subtrees (total 0) skipped, children
+//   near first (by the segment's entry parameter, by distance2), and a node
+//   skipped when the segment misses its region or enters it past the
+//   current max_t, or its distance2 passes the k-th best (strictly: ties are
+//   still entered). A node's region is its cell in world units, border
+//   sides infinite and inner sides pushed out by a hair (qg_tree_region):
+//   it holds every point the mapping sends into the cell, so the box of
+//   every element at or below the node (an element goes down only into a
+//   child that holds its whole integer box). One node per element: each
+//   reported once.
 #include "tree_common.h"
 
 #define BQ_BITS QG_TREE_BITS
@@ -619,4 +632,99 @@ static qg_status bucket_quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree);
+/// qg_raycast: nodes near to far by the parameter at which the segment
+/// enters their regions, a node's bucket tested when it is reached, empty
+/// subtrees (total 0) never entered. Each element is in one node, whose
+/// cell holds the element's clamped integer box (it went down only into
+/// children that held all of it), so the cell's world region
+/// (qg_tree_region: border sides infinite, inner sides pushed out by a hair
+/// for rounding) holds its float box, and so do the regions of the cell's
+/// ancestors: a node the segment misses, or enters past the current max_t,
+/// holds no hit left to report below it (a tie at max_t is still entered).
+/// Each element reported once, by its node. Depth first rather than the
+/// queries' breadth first: near to far is what lets closest-hit stop early.
+static void bucket_quadtree_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                                    qg_ray_fn *fn, void *user)
+{
+    const bucket_quadtree *bq = (const bucket_quadtree *)index;
+    const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
+    const qg_tree_frame f = qg_tree_frame_make(&bq->world, BQ_SIDE, reach);
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_pending stack[BQ_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){bq_root, 0.0f};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > r.r.max_t)
+            continue;
+        const bq_node n = bq->nodes[p.c.node];
+        for (int32_t h = n.head; h >= 0; h = bq->next[h]) {
+            if (!qg_tree_ray_offer(&r, h, index->boxes[h]))
+                return;
+        }
+        if (n.first_child < 0 || n.total == n.count)
+            continue;
+        float t0[4];
+        const unsigned hit = qg_tree_child_spans(&r, &f, p.c.x, p.c.y, BQ_SIDE >> p.c.depth, t0);
+        qg_tree_pending ch[4];
+        int k = 0;
+        for (int i = 0; i < 4; ++i) {
+            const bq_cell cc = qg_tree_child_cell(p.c, n.first_child, i);
+            if ((hit >> i & 1) && bq->nodes[cc.node].total > 0)
+                ch[k++] = (qg_tree_pending){cc, t0[i]};
+        }
+        qg_tree_push_sorted(stack, &top, ch, k);
+    }
+}
+
+/// qg_nearest: depth first, children nearest first by the distance2 to
+/// their regions, skipping empty subtrees and every node farther than the
+/// k-th best so far (qg_near_bound; a tie is still entered, it may win on
+/// its handle). A region holds the boxes of every element at or below its
+/// node (see bucket_quadtree_raycast), so its distance2 is at most theirs.
+static int32_t bucket_quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                       qg_handle *handles, float *distances2)
+{
+    (void)distances2;
+    const bucket_quadtree *bq = (const bucket_quadtree *)index;
+    const qg_tree_frame f = qg_tree_frame_make(&bq->world, BQ_SIDE, 0.0f);
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    // Each pop pushes at most 5: its own bucket and 4 children.
+    qg_tree_pending stack[4 * (BQ_BITS + 2)];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){bq_root, 0.0f};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > qg_near_bound(&c))
+            continue;
+        const bq_node n = bq->nodes[p.c.node < 0 ? ~p.c.node : p.c.node];
+        if (p.c.node < 0 || n.first_child < 0) { // a bucket alone (node ~i), or a leaf
+            for (int32_t h = n.head; h >= 0; h = bq->next[h])
+                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+            continue;
+        }
+        // A branch's bucket after its children: its elements straddle its
+        // centre lines, most far from the point, and by then the k best so
+        // far turn nearly all of them away at the first comparison.
+        if (n.count > 0)
+            stack[top++] = (qg_tree_pending){{~p.c.node, p.c.x, p.c.y, p.c.depth}, p.key};
+        if (n.total == n.count)
+            continue;
+        const float bound = qg_near_bound(&c);
+        float d2[4];
+        qg_tree_child_d2(&f, p.c.x, p.c.y, BQ_SIDE >> p.c.depth, x, y, d2);
+        qg_tree_pending ch[4];
+        int m = 0;
+        for (int i = 0; i < 4; ++i) {
+            const bq_cell cc = qg_tree_child_cell(p.c, n.first_child, i);
+            if (!(d2[i] > bound) && bq->nodes[cc.node].total > 0)
+                ch[m++] = (qg_tree_pending){cc, d2[i]};
+        }
+        qg_tree_push_sorted(stack, &top, ch, m);
+    }
+    return qg_near_finish(&c);
+}
+
+QG_KIND_CLASS_EX(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree, .raycast = bucket_quadtree_raycast,
+                 .nearest = bucket_quadtree_nearest);

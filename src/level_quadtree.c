@@ -43,6 +43,16 @@
 //   quadtree cells are the same cell or one holds the other. So every pair is
 //   found once by testing each node's elements among themselves and each
 //   element against the elements of the descendants its box overlaps.
+// - Ray casts and nearest searches (issue 13) walk the levels themselves,
+//   depth first with an explicit stack, a node's own elements tested when it
+//   is reached, empty subtrees (total 0) skipped, children near first (by
+//   the segment's entry parameter, by distance2), and a node skipped when
+//   the segment misses its region or enters it past the current max_t, or
+//   its distance2 passes the k-th best (strictly: ties are still entered).
+//   A node's region is its cell in world units, border sides infinite and
+//   inner sides pushed out by a hair for rounding (qg_tree_region): it holds
+//   every point the mapping sends into the cell, so the box of every element
+//   at or below the node. Each element is in one node: reported once.
 #include "tree_common.h"
 
 /// Deepest level a caller may ask for: level 11 is 4^11 cells, 5.6 million
@@ -537,4 +547,101 @@ static qg_status level_quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS(level_quadtree, QG_LEVEL_QUADTREE, level_quadtree);
+/// qg_raycast: nodes near to far by the parameter at which the segment
+/// enters their regions, a node's own elements tested when it is reached,
+/// empty subtrees (total 0) never entered. Each element is in one node, and
+/// that node's cell holds the element's clamped integer box, so the cell's
+/// world region (qg_tree_region: border sides infinite, inner sides pushed
+/// out by a hair for rounding) holds its float box, and so do the regions of
+/// all the cell's ancestors: a node the segment misses, or enters past the
+/// current max_t, holds no hit left to report below it (a tie at max_t is
+/// still entered). Each element reported once, by its node.
+static void level_quadtree_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                                   qg_ray_fn *fn, void *user)
+{
+    const level_quadtree *lv = (const level_quadtree *)index;
+    const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
+    const qg_tree_frame f = qg_tree_frame_make(&lv->world, 1 << lv->depth, reach);
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_pending stack[LV_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, 0.0f}; // depth holds the level
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > r.r.max_t)
+            continue;
+        const lv_cell c = {p.c.depth, p.c.x, p.c.y};
+        const lv_node n = lv->nodes[lv_index(lv, c)];
+        int32_t own = 0;
+        for (int32_t h = n.head; h >= 0; h = lv->links[h].next) {
+            own++;
+            if (!qg_tree_ray_offer(&r, h, index->boxes[h]))
+                return;
+        }
+        if (c.level == lv->depth || n.total == own)
+            continue;
+        const int shift = lv->depth - c.level;
+        float t0[4];
+        const unsigned hit = qg_tree_child_spans(&r, &f, c.x << shift, c.y << shift, 1 << shift, t0);
+        qg_tree_pending ch[4];
+        int k = 0;
+        for (int i = 0; i < 4; ++i) {
+            const lv_cell cc = lv_child(c, i);
+            if ((hit >> i & 1) && lv->nodes[lv_index(lv, cc)].total > 0)
+                ch[k++] = (qg_tree_pending){{0, cc.x, cc.y, cc.level}, t0[i]};
+        }
+        qg_tree_push_sorted(stack, &top, ch, k);
+    }
+}
+
+/// qg_nearest: depth first, children nearest first by the distance2 to
+/// their regions, skipping empty subtrees and every node farther than the
+/// k-th best so far (qg_near_bound; a tie is still entered, it may win on
+/// its handle). A region holds the boxes of every element at or below its
+/// node (see level_quadtree_raycast), so its distance2 is at most theirs.
+static int32_t level_quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                      qg_handle *handles, float *distances2)
+{
+    (void)distances2;
+    const level_quadtree *lv = (const level_quadtree *)index;
+    const qg_tree_frame f = qg_tree_frame_make(&lv->world, 1 << lv->depth, 0.0f);
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    // Each pop pushes at most 5: its own elements and 4 children.
+    qg_tree_pending stack[4 * (LV_MAX_DEPTH + 2)];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, 0.0f}; // node 1: the node's own elements only
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > qg_near_bound(&c))
+            continue;
+        const lv_cell cell = {p.c.depth, p.c.x, p.c.y};
+        const lv_node n = lv->nodes[lv_index(lv, cell)];
+        if (p.c.node == 1 || cell.level == lv->depth) {
+            for (int32_t h = n.head; h >= 0; h = lv->links[h].next)
+                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+            continue;
+        }
+        // The node's own elements after its children: they straddle its
+        // centre lines, most far from the point, and by then the k best
+        // so far turn nearly all of them away at the first comparison.
+        if (n.head >= 0)
+            stack[top++] = (qg_tree_pending){{1, cell.x, cell.y, cell.level}, p.key};
+        const int shift = lv->depth - cell.level;
+        const float bound = qg_near_bound(&c);
+        float d2[4];
+        qg_tree_child_d2(&f, cell.x << shift, cell.y << shift, 1 << shift, x, y, d2);
+        qg_tree_pending ch[4];
+        int m = 0;
+        for (int i = 0; i < 4; ++i) {
+            const lv_cell cc = lv_child(cell, i);
+            if (!(d2[i] > bound) && lv->nodes[lv_index(lv, cc)].total > 0)
+                ch[m++] = (qg_tree_pending){{0, cc.x, cc.y, cc.level}, d2[i]};
+        }
+        qg_tree_push_sorted(stack, &top, ch, m);
+    }
+    return qg_near_finish(&c);
+}
+
+QG_KIND_CLASS_EX(level_quadtree, QG_LEVEL_QUADTREE, level_quadtree, .raycast = level_quadtree_raycast,
+                 .nearest = level_quadtree_nearest);

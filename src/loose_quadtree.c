@@ -47,6 +47,22 @@
 //   move, which may allocate. The new max_depth puts the smallest cells at
 //   the elements' mean size (or element_size, if larger), under a max_depth
 //   the user chose. The mapping is computed in double: any finite bounds.
+// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+//   depth first with an explicit stack, children near first (by the
+//   segment's entry parameter into their boxes, by distance2 to them),
+//   skipping a node the segment misses or enters past the current max_t, or
+//   whose distance2 passes the k-th best (strictly: ties are still entered).
+//   A node's box holds its elements' float boxes, and both the ray test's
+//   slab parameters and the distance are monotonic in a box's sides, so a
+//   node's interval holds its elements' and its distance2 is at most
+//   theirs: no widening, nothing skipped. (One exception, handled in
+//   qg_tree_span: a direction so small that 1 / d is infinite, with the
+//   origin on a node's side, gives 0 * inf = NaN there; that axis then
+//   narrows nothing.) One leaf per element: each reported once.
+// - qg_insert_many places the elements in the Morton order of their centres
+//   (one radix sort), so consecutive descents share their nodes in cache and
+//   a leaf fills and splits while hot: a bulk build of 1,000,000 boxes takes
+//   about half the time.
 #include "tree_common.h"
 
 #define LQ_BITS QG_TREE_BITS
@@ -404,6 +420,97 @@ static qg_status loose_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
         lq_refit(lq, h, true);
     qg_tree_note(&lq->world, box);
     lq_place(lq, h, box);
+    return QG_OK;
+}
+
+/// Interleaves the low 15 bits of x and y (x in the even bits): the order
+/// of a depth-first walk of the tree's cells.
+static inline uint32_t lq_morton(lq_point p)
+{
+    uint32_t x = (uint32_t)p.x, y = (uint32_t)p.y;
+    x = (x | x << 8) & 0x00FF00FFu;
+    x = (x | x << 4) & 0x0F0F0F0Fu;
+    x = (x | x << 2) & 0x33333333u;
+    x = (x | x << 1) & 0x55555555u;
+    y = (y | y << 8) & 0x00FF00FFu;
+    y = (y | y << 4) & 0x0F0F0F0Fu;
+    y = (y | y << 2) & 0x33333333u;
+    y = (y | y << 1) & 0x55555555u;
+    return x | y << 1;
+}
+
+/// qg_insert_many: one sort, then the elements go down the tree in the
+/// order of their centres' cells, so each descent walks the nodes the last
+/// one left in the cache and a leaf fills and splits while it is hot. The
+/// result is what the same inserts one by one in that order would give,
+/// with one re-fit check for the whole batch instead of one per doubling.
+/// All or nothing: the per-handle arrays are reserved first, the only
+/// failure; the sort's scratch is not needed for a correct tree (without
+/// it the elements go down in the order given) and splitting without
+/// memory leaves a leaf larger, as in any insert.
+static qg_status loose_quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    loose_quadtree *lq = (loose_quadtree *)index;
+    qg_handle top = 0;
+    for (int32_t i = 0; i < n; ++i)
+        top = handles[i] > top ? handles[i] : top;
+    if (!qg_txn_reserve(txn, (void **)&lq->elems, &lq->elem_capacity, sizeof(lq_elem), (int64_t)top + 1) ||
+        !qg_txn_reserve(txn, (void **)&lq->depths, &lq->depth_capacity, sizeof(uint8_t), (int64_t)top + 1))
+        return QG_ERR_NOMEM;
+    if (lq->resplit)
+        lq_resplit(lq);
+    // Counted in for the re-fit check, as one insert at a time would have
+    // counted them (index.c adds n once when this returns).
+    index->count += n;
+    // A re-fit rebuilds from every live slot, the new ones included.
+    const bool rebuilt = qg_tree_grown(&lq->world, index->count) && lq_refit(lq, -1, true);
+    index->count -= n;
+    if (rebuilt)
+        return QG_OK;
+    for (int32_t i = 0; i < n; ++i)
+        qg_tree_note(&lq->world, index->boxes[handles[i]]);
+    const size_t bytes = (size_t)n * sizeof(uint64_t);
+    uint64_t *key = n > 1 ? qg_mem_alloc(&index->alloc, 2 * bytes) : NULL;
+    if (key == NULL) {
+        for (int32_t i = 0; i < n; ++i)
+            lq_place(lq, handles[i], index->boxes[handles[i]]);
+        return QG_OK;
+    }
+    // Keys: the centre's cell (30 bits of Morton order) above the position
+    // in `handles`; least significant digit first, 10 bits at a time.
+    uint64_t *tmp = key + n;
+    for (int32_t i = 0; i < n; ++i)
+        key[i] = (uint64_t)lq_morton(lq_centre(lq, index->boxes[handles[i]])) << 32 | (uint32_t)i;
+    for (int shift = 32; shift < 62; shift += 10) {
+        int32_t count[1025] = {0};
+        for (int32_t i = 0; i < n; ++i)
+            count[(key[i] >> shift & 1023) + 1]++;
+        for (int d = 0; d < 1024; ++d)
+            count[d + 1] += count[d];
+        for (int32_t i = 0; i < n; ++i)
+            tmp[count[key[i] >> shift & 1023]++] = key[i];
+        uint64_t *s = key;
+        key = tmp;
+        tmp = s;
+    }
+    // In this order the handles, boxes and per-handle records are read
+    // and written anywhere: their loads are started well ahead.
+    for (int32_t i = 0; i < n; ++i) {
+#if defined(__GNUC__)
+        if (i + 16 < n)
+            __builtin_prefetch(&handles[(uint32_t)key[i + 16]]);
+        if (i + 8 < n) {
+            const qg_handle a = handles[(uint32_t)key[i + 8]];
+            __builtin_prefetch(&index->boxes[a]);
+            __builtin_prefetch(&lq->elems[a], 1);
+            __builtin_prefetch(&lq->depths[a], 1);
+        }
+#endif
+        const qg_handle h = handles[(uint32_t)key[i]];
+        lq_place(lq, h, index->boxes[h]);
+    }
+    // Three passes: the sorted keys ended in the second half.
+    qg_mem_free(&index->alloc, key < tmp ? key : tmp, 2 * bytes);
     return QG_OK;
 }
 
@@ -775,4 +882,100 @@ static qg_status loose_quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree);
+/// True when the node holds nothing: its box is still the empty one (an
+/// empty box would look whole to the ray test once its slabs are swapped).
+static inline bool lq_empty(const lq_node *n)
+{
+    return n->rect[0] > n->rect[2];
+}
+
+/// qg_raycast: nodes near to far by the parameter at which the segment
+/// enters their boxes. A node's box holds the float boxes of everything
+/// below it, and the ray test's slab parameters are monotonic in the box's
+/// sides (one subtraction and one product, each rounding monotonically), so
+/// an element's [t0, t1] lies inside its node's: a node the segment misses,
+/// or enters past the current max_t, holds no hit left to report (a tie at
+/// max_t is still entered), with no widening at all. Each element is in one
+/// leaf: reported once.
+static void loose_quadtree_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                                   qg_ray_fn *fn, void *user)
+{
+    const loose_quadtree *lq = (const loose_quadtree *)index;
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    qg_tree_pending stack[LQ_STACK];
+    int top = 0;
+    float t0;
+    if (lq_empty(&lq->nodes[0]) || !qg_tree_span(&r, lq_rect(&lq->nodes[0]), &t0))
+        return;
+    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, t0};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > r.r.max_t)
+            continue;
+        const lq_node n = lq->nodes[p.c.node];
+        if (!lq_is_branch(n)) {
+            for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
+                if (!qg_tree_ray_offer(&r, h, index->boxes[h]))
+                    return;
+            }
+            continue;
+        }
+        const int32_t fc = lq_first_child(n);
+        qg_tree_pending ch[4];
+        int k = 0;
+        for (int i = 0; i < 4; ++i) {
+            const lq_node *c = &lq->nodes[fc + i];
+            if (!lq_empty(c) && qg_tree_span(&r, lq_rect(c), &t0))
+                ch[k++] = (qg_tree_pending){{fc + i, 0, 0, 0}, t0};
+        }
+        qg_tree_push_sorted(stack, &top, ch, k);
+    }
+}
+
+/// qg_nearest: depth first, children nearest first by the distance2 to
+/// their boxes, skipping every node farther than the k-th best so far
+/// (qg_near_bound; a tie is still entered, it may win on its handle). A
+/// node's box holds its elements' boxes and the distance formula is
+/// monotonic in the box's sides, so a node's distance2 is at most any of
+/// its elements': nothing nearer is ever skipped.
+static int32_t loose_quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                      qg_handle *handles, float *distances2)
+{
+    (void)distances2;
+    const loose_quadtree *lq = (const loose_quadtree *)index;
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    qg_tree_pending stack[LQ_STACK];
+    int top = 0;
+    if (lq_empty(&lq->nodes[0]))
+        return 0;
+    stack[top++] = (qg_tree_pending){{0, 0, 0, 0}, 0.0f};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > qg_near_bound(&c))
+            continue;
+        const lq_node n = lq->nodes[p.c.node];
+        if (!lq_is_branch(n)) {
+            for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next)
+                qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+            continue;
+        }
+        const int32_t fc = lq_first_child(n);
+        const float bound = qg_near_bound(&c);
+        qg_tree_pending ch[4];
+        int m = 0;
+        for (int i = 0; i < 4; ++i) {
+            const lq_node *cn = &lq->nodes[fc + i];
+            if (lq_empty(cn))
+                continue;
+            const float d = qg_point_box_d2_fast(lq_rect(cn), x, y);
+            if (!(d > bound))
+                ch[m++] = (qg_tree_pending){{fc + i, 0, 0, 0}, d};
+        }
+        qg_tree_push_sorted(stack, &top, ch, m);
+    }
+    return qg_near_finish(&c);
+}
+
+QG_KIND_CLASS_EX(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree, .raycast = loose_quadtree_raycast,
+                 .nearest = loose_quadtree_nearest, .insert_many = loose_quadtree_insert_many);

@@ -54,6 +54,26 @@
 //   may allocate. With element_size given, max_depth follows the new world.
 //   A world is square in world units (cells as wide as tall): its mapping to
 //   integers is computed in double, so any finite bounds work.
+// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+//   depth first with an explicit stack, children near first (by the
+//   segment's entry parameter, by distance2), skipping a node whose region
+//   the segment misses or enters past the current max_t, or whose distance2
+//   passes the k-th best (strictly: ties are still entered). A node's region
+//   is its cell turned back into world units, border sides infinite (the
+//   mapping clamps outside elements there) and inner sides pushed out by a
+//   hair for rounding (qg_tree_region), so it holds every point the mapping
+//   sends into the cell. An element listed in several leaves is reported by
+//   one without a visited set: the leaf holding P, its hit point clamped
+//   into its box, which the mapping sends into the box's integer range (so
+//   that leaf lists it) and which lies on the segment to within the hair
+//   (so the walk reaches that leaf, and its ancestors, while the element is
+//   still a hit). Nearest is exact the same way: the point of an element's
+//   box nearest the query lies in a leaf that lists it, whose region (and
+//   its ancestors') is no farther. Nearest offers an element from every
+//   leaf that lists it: the heap takes it once.
+// - qg_insert_many inserts in the Morton order of the boxes' min corners
+//   (one radix sort), so consecutive descents share their nodes in cache:
+//   a bulk build of 1,000,000 boxes takes about three quarters of the time.
 #include "pool.h"
 #include "tree_common.h"
 
@@ -454,9 +474,10 @@ static void qt_upkeep(quadtree *qt, int64_t count)
         qt_refit(qt, -1, true, count);
 }
 
-static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+/// Links h (box `box`) into every leaf its box overlaps and splits the
+/// leaves it filled: an insert without the re-fit check.
+static qg_status qt_insert_one(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect box)
 {
-    quadtree *qt = (quadtree *)index;
     const qt_ibox b = qt_map_box(qt, box);
     const qt_cell from = qt_descend(qt, qt_root, b);
     qt_iter it;
@@ -481,8 +502,110 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     qg_tree_note(&qt->world, box);
     if (overfull)
         qt_split_leaves(qt, from, b);
-    qt_upkeep(qt, index->count + 1);
     return QG_OK;
+}
+
+static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+{
+    quadtree *qt = (quadtree *)index;
+    const qg_status s = qt_insert_one(qt, txn, h, box);
+    if (s == QG_OK)
+        qt_upkeep(qt, index->count + 1);
+    return s;
+}
+
+/// Interleaves the low 15 bits of x and y (x in the even bits): the order
+/// of a depth-first walk of the tree's cells.
+static inline uint32_t qt_morton(uint32_t x, uint32_t y)
+{
+    x = (x | x << 8) & 0x00FF00FFu;
+    x = (x | x << 4) & 0x0F0F0F0Fu;
+    x = (x | x << 2) & 0x33333333u;
+    x = (x | x << 1) & 0x55555555u;
+    y = (y | y << 8) & 0x00FF00FFu;
+    y = (y | y << 4) & 0x0F0F0F0Fu;
+    y = (y | y << 2) & 0x33333333u;
+    y = (y | y << 1) & 0x55555555u;
+    return x | y << 1;
+}
+
+static void quadtree_remove(qg_index *index, qg_handle h);
+
+/// qg_insert_many: one re-fit check for the whole batch (a re-fit rebuilds
+/// from every live slot, the new ones included, and is then the whole
+/// job), else one sort and the inserts in the order of the boxes' min
+/// corners' cells, so each descent walks the nodes the last one left in the
+/// cache and a leaf fills and splits while it is hot (their loads started
+/// well ahead: in that order handles, boxes and depths lie anywhere). All
+/// or nothing as the one-by-one path is: an insert that lacks memory fails
+/// before it changes anything, and the ones before it are taken out again
+/// (removal never allocates). Without memory for the sort's scratch the
+/// boxes go in the order given.
+static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    quadtree *qt = (quadtree *)index;
+    qg_handle top = 0;
+    for (int32_t i = 0; i < n; ++i)
+        top = handles[i] > top ? handles[i] : top;
+    if (!qg_txn_reserve(txn, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), (int64_t)top + 1))
+        return QG_ERR_NOMEM;
+    if (qt->resplit)
+        qt_resplit(qt);
+    const int64_t count = (int64_t)index->count + n;
+    if (qg_tree_grown(&qt->world, count) && qt_refit(qt, -1, true, count))
+        return QG_OK;
+    const size_t bytes = (size_t)n * sizeof(uint64_t);
+    uint64_t *key = n > 1 ? qg_mem_alloc(&index->alloc, 2 * bytes) : NULL, *tmp = NULL;
+    if (key != NULL) {
+        // Keys: the min corner's cell (30 bits of Morton order) above the
+        // position in `handles`; least significant digit first, 10 bits at
+        // a time (three passes: the sorted keys end in the second half).
+        tmp = key + n;
+        for (int32_t i = 0; i < n; ++i) {
+            const qt_ibox b = qt_map_box(qt, index->boxes[handles[i]]);
+            key[i] = (uint64_t)qt_morton((uint32_t)b.x0, (uint32_t)b.y0) << 32 | (uint32_t)i;
+        }
+        for (int shift = 32; shift < 62; shift += 10) {
+            int32_t count_of[1025] = {0};
+            for (int32_t i = 0; i < n; ++i)
+                count_of[(key[i] >> shift & 1023) + 1]++;
+            for (int d = 0; d < 1024; ++d)
+                count_of[d + 1] += count_of[d];
+            for (int32_t i = 0; i < n; ++i)
+                tmp[count_of[key[i] >> shift & 1023]++] = key[i];
+            uint64_t *s = key;
+            key = tmp;
+            tmp = s;
+        }
+    }
+    qg_status s = QG_OK;
+    int32_t done = 0;
+    for (; done < n; ++done) {
+        const int32_t i = key != NULL ? (int32_t)(uint32_t)key[done] : done;
+#if defined(__GNUC__)
+        if (key != NULL && done + 16 < n)
+            __builtin_prefetch(&handles[(uint32_t)key[done + 16]]);
+        if (key != NULL && done + 8 < n) {
+            const qg_handle a = handles[(uint32_t)key[done + 8]];
+            __builtin_prefetch(&index->boxes[a]);
+            __builtin_prefetch(&qt->depths[a], 1);
+        }
+#endif
+        const qg_handle h = handles[i];
+        qg_txn one;
+        qg_txn_begin(&one, &index->alloc);
+        s = qt_insert_one(qt, &one, h, index->boxes[h]);
+        if (s != QG_OK) {
+            qg_txn_rollback(&one);
+            break;
+        }
+    }
+    if (s != QG_OK)
+        for (int32_t j = 0; j < done; ++j)
+            quadtree_remove(index, handles[key != NULL ? (int32_t)(uint32_t)key[j] : j]);
+    if (key != NULL)
+        qg_mem_free(&index->alloc, key < tmp ? key : tmp, 2 * bytes);
+    return s;
 }
 
 static void quadtree_remove(qg_index *index, qg_handle h)
@@ -989,4 +1112,168 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part);
+/// Tests element h for the ray in leaf c and reports it when c is its
+/// reporting leaf (see quadtree_raycast); false once the callback stopped.
+static inline bool qt_ray_element(const quadtree *qt, qg_tree_ray *r, qt_cell c, qg_handle h)
+{
+    const qg_rect b = qt->base.boxes[h];
+    float t;
+    if (!qg_tree_ray_hit(r, b, &t))
+        return true;
+    float px = r->r.ox, py = r->r.oy;
+    if (r->r.dx != 0.0f) {
+        const float s = t * r->r.dx; // t is +inf only where dx pushes toward the box
+        px += s;
+    }
+    if (r->r.dy != 0.0f) {
+        const float s = t * r->r.dy;
+        py += s;
+    }
+    px = px < b.min_x ? b.min_x : px > b.max_x ? b.max_x : px;
+    py = py < b.min_y ? b.min_y : py > b.max_y ? b.max_y : py;
+    return !qt_corner_here(qt, c, px, py) || qg_tree_ray_report(r, h, t);
+}
+
+/// qg_raycast: the cells the segment crosses, near to far. Each node's
+/// region (qg_tree_region: border sides infinite, inner sides pushed out by
+/// a hair) holds every point the mapping sends into its cell, so a node
+/// whose region the segment misses, or enters past the current max_t, holds
+/// no reporting leaf (below) of a hit left to report; a tie at max_t still
+/// enters (the skip is strictly greater).
+/// Children are taken in the order the segment enters them, so closest-hit
+/// callbacks shrink max_t early.
+///
+/// An element listed in several leaves is reported by one: the leaf that
+/// holds P, the hit point origin + t * direction clamped into the element's
+/// box (t does not depend on max_t, so every leaf computes the same P). P
+/// is in the box, so the monotonic mapping sends it into the box's integer
+/// range and the leaf holding it lists the element; P is on the segment to
+/// within rounding (the clamp only moves it by that much, the hair covers
+/// it), so the walk reaches that leaf whenever the element is still a hit.
+/// The hair grows with the origin's magnitude: origin + t * direction
+/// carries the rounding of the larger of the two.
+static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t,
+                             qg_ray_fn *fn, void *user)
+{
+    const quadtree *qt = (const quadtree *)index;
+    const float reach = fabsf(ox) > fabsf(oy) ? fabsf(ox) : fabsf(oy);
+    const qg_tree_frame f = qg_tree_frame_make(&qt->world, QT_SIDE, reach);
+    qg_tree_ray r = qg_tree_ray_start(ox, oy, dx, dy, max_t, fn, user);
+    // A finite segment starts at the deepest node whose cell holds all of
+    // it, pushed out by twice the hair: every point P below maps into it
+    // (monotonic mapping), so the nodes above hold no other reporting leaf.
+    qt_cell from = qt_root;
+    if (max_t < INFINITY) {
+        float ex = ox, ey = oy;
+        if (dx != 0.0f) {
+            const float s = max_t * dx;
+            ex = ox + s;
+        }
+        if (dy != 0.0f) {
+            const float s = max_t * dy;
+            ey = oy + s;
+        }
+        const float h = 2.0f * f.hair;
+        const qg_rect seg = {(ox < ex ? ox : ex) - h, (oy < ey ? oy : ey) - h, (ox < ex ? ex : ox) + h,
+                             (oy < ey ? ey : oy) + h};
+        from = qt_descend(qt, qt_root, qt_map_box(qt, seg));
+    }
+    qg_tree_pending stack[QT_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){from, 0.0f};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > r.r.max_t)
+            continue;
+        const qt_cell c = p.c;
+        const qt_node n = qt->nodes[c.node];
+        if (n.count != -1) {
+            if (n.count <= QT_GATHER) {
+                // The handles first, each box's load started: the boxes lie
+                // anywhere in memory, and their misses then overlap.
+                qg_handle ids[QT_GATHER];
+                int m = 0;
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                    ids[m] = qt->enodes.data[e].element;
+                    QT_PREFETCH(&index->boxes[ids[m]]);
+                    m++;
+                }
+                for (int i = 0; i < m; ++i)
+                    if (!qt_ray_element(qt, &r, c, ids[i]))
+                        return;
+            } else {
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next)
+                    if (!qt_ray_element(qt, &r, c, qt->enodes.data[e].element))
+                        return;
+            }
+            continue;
+        }
+        float t0[4];
+        const unsigned hit = qg_tree_child_spans(&r, &f, c.x, c.y, QT_SIDE >> c.depth, t0);
+        qg_tree_pending ch[4];
+        int k = 0;
+        for (int i = 0; i < 4; ++i)
+            if (hit >> i & 1)
+                ch[k++] = (qg_tree_pending){qg_tree_child_cell(c, n.first_child, i), t0[i]};
+        qg_tree_push_sorted(stack, &top, ch, k);
+    }
+}
+
+/// qg_nearest: depth first, children nearest first, skipping every node
+/// whose region is farther than the k-th best so far (qg_near_bound; a tie
+/// is still entered, it may win on its handle). The point Q of an element's
+/// box nearest the query is in the box, so the mapping sends it into the
+/// box's integer range: the leaf holding Q lists the element, and that
+/// leaf's region and its ancestors' hold Q, so they are no farther than the
+/// element and are never skipped while it could enter. An element met in
+/// several leaves is offered each time; qg_near_offer takes it once.
+static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
+                                qg_handle *handles, float *distances2)
+{
+    (void)distances2;
+    const quadtree *qt = (const quadtree *)index;
+    const qg_tree_frame f = qg_tree_frame_make(&qt->world, QT_SIDE, 0.0f);
+    qg_near c;
+    qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    qg_tree_pending stack[QT_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_pending){qt_root, 0.0f};
+    while (top > 0) {
+        const qg_tree_pending p = stack[--top];
+        if (p.key > qg_near_bound(&c))
+            continue;
+        const qt_node n = qt->nodes[p.c.node];
+        if (n.count != -1) {
+            if (n.count <= QT_GATHER) {
+                qg_handle ids[QT_GATHER]; // as in quadtree_raycast: the boxes' misses overlap
+                int m = 0;
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                    ids[m] = qt->enodes.data[e].element;
+                    QT_PREFETCH(&index->boxes[ids[m]]);
+                    m++;
+                }
+                for (int i = 0; i < m; ++i)
+                    qg_near_offer(&c, ids[i], qg_point_box_d2_fast(index->boxes[ids[i]], x, y));
+            } else {
+                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
+                    const qg_handle h = qt->enodes.data[e].element;
+                    qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+                }
+            }
+            continue;
+        }
+        const float bound = qg_near_bound(&c);
+        float d2[4];
+        qg_tree_child_d2(&f, p.c.x, p.c.y, QT_SIDE >> p.c.depth, x, y, d2);
+        qg_tree_pending ch[4];
+        int m = 0;
+        for (int i = 0; i < 4; ++i)
+            if (!(d2[i] > bound))
+                ch[m++] = (qg_tree_pending){qg_tree_child_cell(p.c, n.first_child, i), d2[i]};
+        qg_tree_push_sorted(stack, &top, ch, m);
+    }
+    return qg_near_finish(&c);
+}
+
+QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
+                 .nearest = quadtree_nearest, .insert_many = quadtree_insert_many);

@@ -12,6 +12,7 @@
 #define QG_TREE_COMMON_H
 
 #include "index_internal.h"
+#include "query_util.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -331,5 +332,306 @@ static inline bool qg_tree_check_node(qg_tree_check *k, qg_tree_cell c, int32_t 
 /// that every node is the root, in a branch's block or in a free block.
 bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int32_t free_block,
                        int32_t free_blocks, int32_t node_high, int64_t branches);
+
+/* ---- Ray casts and nearest searches over integer cells ------------------
+ *
+ * The kinds whose nodes are integer cells (quadtree, level_quadtree,
+ * bucket_quadtree) turn a cell back into the world region of the points the
+ * conservative mapping sends into it, to test the ray or the point against
+ * it. The region holds every point the mapping sends into the cell (for
+ * level_quadtree and bucket_quadtree, whose cells hold their elements'
+ * integer boxes, so every box the node holds; for the quadtree, every
+ * point of a listed box that maps into the leaf). Two things make it so:
+ * - a cell on the border of the integer square takes every point beyond
+ *   the world on that side (the mapping clamps), so those sides are
+ *   infinite;
+ * - the region's inner sides are computed in double and rounded to float,
+ *   and the mapping rounds too, so they are pushed out by a hair that
+ *   dwarfs both roundings: 4e-5 of the largest magnitude involved (the
+ *   world's corners, and for a ray its origin, since a point on the segment
+ *   carries the rounding of origin + t * direction, a few ulps of the
+ *   larger of the two). The hair only ever makes regions larger: a cell
+ *   visited for nothing costs time, never an answer. */
+
+/// The frame that maps a tree's integer cells back to world regions.
+typedef struct qg_tree_frame {
+    double x0, y0;       ///< the world's min corner
+    double ux, uy;       ///< world units per integer unit: 1 / the mapping's float scale
+    float over_x, over_y; ///< past these, v - min overflows to +inf: the last cell
+    float hair;          ///< how far each inner side is pushed out
+    int32_t side;        ///< integer units per axis
+} qg_tree_frame;
+
+/// The frame of world `w` mapped onto `side` units per axis, for a search
+/// around a point of magnitude `reach` (a ray's origin; 0 for nearest).
+/// The units come from the mapping's own float scale (it saturates for
+/// worlds under 1e-34 wide), not from the world's extent.
+static inline qg_tree_frame qg_tree_frame_make(const qg_tree_world *w, int32_t side, float reach)
+{
+    const qg_rect b = w->box;
+    float m = reach;
+    m = fabsf(b.min_x) > m ? fabsf(b.min_x) : m;
+    m = fabsf(b.max_x) > m ? fabsf(b.max_x) : m;
+    m = fabsf(b.min_y) > m ? fabsf(b.min_y) : m;
+    m = fabsf(b.max_y) > m ? fabsf(b.max_y) : m;
+    const double ox = (double)b.min_x + FLT_MAX, oy = (double)b.min_y + FLT_MAX;
+    qg_tree_frame f = {b.min_x,
+                       b.min_y,
+                       1.0 / (double)w->scale_x,
+                       1.0 / (double)w->scale_y,
+                       (float)(ox < FLT_MAX ? ox : FLT_MAX),
+                       (float)(oy < FLT_MAX ? oy : FLT_MAX),
+                       4e-5f * m + 1e-30f,
+                       side};
+    return f;
+}
+
+/// The world region of the integer square [x, x + size) x [y, y + size):
+/// every point the mapping sends into it lies inside (see above). A world
+/// wider than FLT_MAX sends every point whose distance from its min side
+/// overflows to the last cell, however far from that cell it lies.
+static inline qg_rect qg_tree_region(const qg_tree_frame *f, int32_t x, int32_t y, int32_t size)
+{
+    const float inf = INFINITY;
+    qg_rect r;
+    r.min_x = x == 0 ? -inf : qg_tree_to_float(f->x0 + x * f->ux);
+    r.min_y = y == 0 ? -inf : qg_tree_to_float(f->y0 + y * f->uy);
+    r.max_x = inf, r.max_y = inf;
+    if (x + size < f->side)
+        r.max_x = qg_tree_to_float(f->x0 + (x + size) * f->ux) + f->hair;
+    else if (f->over_x < r.min_x)
+        r.min_x = f->over_x;
+    if (y + size < f->side)
+        r.max_y = qg_tree_to_float(f->y0 + (y + size) * f->uy) + f->hair;
+    else if (f->over_y < r.min_y)
+        r.min_y = f->over_y;
+    r.min_x -= f->hair, r.min_y -= f->hair;
+    return r;
+}
+
+/// A qg_raycast in progress with the direction's inverses computed once
+/// (the hit test divides per element otherwise).
+typedef struct qg_tree_ray {
+    qg_ray r;
+    float ix, iy; ///< 1 / dx, 1 / dy (0 for a zero component: not used)
+} qg_tree_ray;
+
+static inline qg_tree_ray qg_tree_ray_start(float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
+                                            void *user)
+{
+    qg_tree_ray q = {qg_ray_start(ox, oy, dx, dy, max_t, fn, user), dx != 0.0f ? 1.0f / dx : 0.0f,
+                     dy != 0.0f ? 1.0f / dy : 0.0f};
+    return q;
+}
+
+/// qg_ray_box_fast at the current max_t with the inverses computed once:
+/// the same operations on the same values (1 / dx rounds the same every
+/// time), so the same answers bit for bit.
+static inline bool qg_tree_ray_hit(const qg_tree_ray *q, qg_rect box, float *t)
+{
+    float t0 = 0.0f, t1 = q->r.max_t;
+    if (q->r.dx == 0.0f) {
+        if (q->r.ox < box.min_x || q->r.ox > box.max_x)
+            return false;
+    } else {
+        float ta = (box.min_x - q->r.ox) * q->ix, tb = (box.max_x - q->r.ox) * q->ix;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (q->r.dy == 0.0f) {
+        if (q->r.oy < box.min_y || q->r.oy > box.max_y)
+            return false;
+    } else {
+        float ta = (box.min_y - q->r.oy) * q->iy, tb = (box.max_y - q->r.oy) * q->iy;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+    }
+    if (!(t0 <= t1))
+        return false;
+    *t = t0;
+    return true;
+}
+
+/// Reports element h, hit at t, to the ray's callback (the second half of
+/// qg_ray_offer, for kinds that decide between the test and the report
+/// whether this node is the one that reports h). False once stopped.
+static inline bool qg_tree_ray_report(qg_tree_ray *q, qg_handle h, float t)
+{
+    const float m = q->r.fn(h, t, q->r.user);
+    if (!(m >= 0.0f)) {
+        q->r.stop = true;
+        return false;
+    }
+    q->r.max_t = m < q->r.max_t ? m : q->r.max_t;
+    return true;
+}
+
+/// qg_ray_offer with the inverses computed once.
+static inline bool qg_tree_ray_offer(qg_tree_ray *q, qg_handle h, qg_rect box)
+{
+    float t;
+    return !qg_tree_ray_hit(q, box, &t) || qg_tree_ray_report(q, h, t);
+}
+
+/// The entry parameter *t0 of the segment (at the current max_t) into a
+/// node's box; false when it misses it. The hit test's formula, whose slab
+/// parameters are monotonic in the box's sides, so a box holding an
+/// element's box gets an interval holding the element's, with one
+/// exception this test removes: a direction component so small that its
+/// inverse is infinite, with the origin exactly on one of the box's sides
+/// on that axis, gives 0 * inf = NaN for that side and +-inf for the other,
+/// and the hit test's swap then narrows to nothing (a zero-width element
+/// there, both NaN, is still hit). A NaN on an axis here narrows nothing
+/// on that axis, which holds every element's interval.
+static inline bool qg_tree_span(const qg_tree_ray *q, qg_rect c, float *t0)
+{
+    float a = 0.0f, b = q->r.max_t;
+    if (q->r.dx == 0.0f) {
+        if (q->r.ox < c.min_x || q->r.ox > c.max_x)
+            return false;
+    } else {
+        float ta = (c.min_x - q->r.ox) * q->ix, tb = (c.max_x - q->r.ox) * q->ix;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        if (!isnan(ta) && !isnan(tb)) {
+            a = ta > a ? ta : a;
+            b = tb < b ? tb : b;
+        }
+    }
+    if (q->r.dy == 0.0f) {
+        if (q->r.oy < c.min_y || q->r.oy > c.max_y)
+            return false;
+    } else {
+        float ta = (c.min_y - q->r.oy) * q->iy, tb = (c.max_y - q->r.oy) * q->iy;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        if (!isnan(ta) && !isnan(tb)) {
+            a = ta > a ? ta : a;
+            b = tb < b ? tb : b;
+        }
+    }
+    if (!(a <= b))
+        return false;
+    *t0 = a;
+    return true;
+}
+
+/// One axis of qg_tree_child_spans: the parameter intervals [a[j], b[j]]
+/// of the low (j = 0) and high (j = 1) child's region sides lo[j], hi[j],
+/// as qg_tree_span computes them.
+static inline void qg_tree_axis_spans(float o, float d, float inv, const float *lo, const float *hi, float *a,
+                                      float *b)
+{
+    for (int j = 0; j < 2; ++j) {
+        if (d == 0.0f) {
+            const bool in = !(o < lo[j] || o > hi[j]);
+            a[j] = in ? -INFINITY : INFINITY;
+            b[j] = in ? INFINITY : -INFINITY;
+            continue;
+        }
+        float ta = (lo[j] - o) * inv, tb = (hi[j] - o) * inv;
+        if (ta > tb) {
+            const float s = ta;
+            ta = tb;
+            tb = s;
+        }
+        const bool nan = isnan(ta) || isnan(tb);
+        a[j] = nan ? -INFINITY : ta;
+        b[j] = nan ? INFINITY : tb;
+    }
+}
+
+/// qg_tree_span of qg_tree_region of each of the 4 children (TL, TR, BL,
+/// BR) of the cell [x, x + size) x [y, y + size), with the same values
+/// (the children share their sides, so each is converted once): bit i of
+/// the result is set when the segment reaches child i, t0[i] its entry.
+static inline unsigned qg_tree_child_spans(const qg_tree_ray *q, const qg_tree_frame *f, int32_t x, int32_t y,
+                                           int32_t size, float *t0)
+{
+    const int32_t half = size >> 1;
+    const qg_rect lo = qg_tree_region(f, x, y, half), hi = qg_tree_region(f, x + half, y + half, half);
+    const float xl[2] = {lo.min_x, hi.min_x}, xh[2] = {lo.max_x, hi.max_x};
+    const float yl[2] = {lo.min_y, hi.min_y}, yh[2] = {lo.max_y, hi.max_y};
+    float ax[2], bx[2], ay[2], by[2];
+    qg_tree_axis_spans(q->r.ox, q->r.dx, q->ix, xl, xh, ax, bx);
+    qg_tree_axis_spans(q->r.oy, q->r.dy, q->iy, yl, yh, ay, by);
+    unsigned mask = 0;
+    for (int i = 0; i < 4; ++i) {
+        float a = 0.0f, b = q->r.max_t;
+        a = ax[i & 1] > a ? ax[i & 1] : a;
+        a = ay[i >> 1] > a ? ay[i >> 1] : a;
+        b = bx[i & 1] < b ? bx[i & 1] : b;
+        b = by[i >> 1] < b ? by[i >> 1] : b;
+        t0[i] = a;
+        mask |= (unsigned)(a <= b) << i;
+    }
+    return mask;
+}
+
+/// qg_point_box_d2_fast of qg_tree_region of each of the 4 children of the
+/// cell [x, x + size) x [y, y + size), from their shared sides: d2[i] for
+/// child i (TL, TR, BL, BR).
+static inline void qg_tree_child_d2(const qg_tree_frame *f, int32_t x, int32_t y, int32_t size, float px, float py,
+                                    float *d2)
+{
+    const int32_t half = size >> 1;
+    const qg_rect lo = qg_tree_region(f, x, y, half), hi = qg_tree_region(f, x + half, y + half, half);
+    float ex[2], ey[2];
+    ex[0] = lo.min_x - px > px - lo.max_x ? lo.min_x - px : px - lo.max_x;
+    ex[1] = hi.min_x - px > px - hi.max_x ? hi.min_x - px : px - hi.max_x;
+    ey[0] = lo.min_y - py > py - lo.max_y ? lo.min_y - py : py - lo.max_y;
+    ey[1] = hi.min_y - py > py - hi.max_y ? hi.min_y - py : py - hi.max_y;
+    for (int j = 0; j < 2; ++j) {
+        ex[j] = ex[j] > 0.0f ? ex[j] : 0.0f;
+        ey[j] = ey[j] > 0.0f ? ey[j] : 0.0f;
+        const float sx = ex[j] * ex[j], sy = ey[j] * ey[j];
+        ex[j] = sx, ey[j] = sy;
+    }
+    for (int i = 0; i < 4; ++i)
+        d2[i] = ex[i & 1] + ey[i >> 1];
+}
+
+/// A node waiting on a ray cast's or nearest search's stack, with its key:
+/// the entry parameter or the distance2 it had when pushed (the key only
+/// falls short of the truth, so a node popped with a key past the current
+/// bound is skipped).
+typedef struct qg_tree_pending {
+    qg_tree_cell c;
+    float key;
+} qg_tree_pending;
+
+/// Pushes the n children in ch (keys set) so the smallest key pops first:
+/// sorted by key, largest pushed first. n <= 4.
+static inline void qg_tree_push_sorted(qg_tree_pending *stack, int *top, qg_tree_pending *ch, int n)
+{
+    for (int i = 1; i < n; ++i) {
+        const qg_tree_pending v = ch[i];
+        int j = i;
+        while (j > 0 && ch[j - 1].key < v.key) {
+            ch[j] = ch[j - 1];
+            j--;
+        }
+        ch[j] = v;
+    }
+    for (int i = 0; i < n; ++i)
+        stack[(*top)++] = ch[i];
+}
+
 
 #endif

@@ -1,6 +1,7 @@
 /* QG_BUCKET_QUADTREE's own invariants, through the public header: a full
  * bucket splits, straddlers stay up, and removal merges eagerly. */
 #include "test_util.h"
+#include "tree_query_cases.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,6 +78,19 @@ static void test_refit_oom(void **state)
     tu_hint_refit_oom(QG_BUCKET_QUADTREE);
 }
 
+/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
+static void test_seams_bucket_quadtree(void **state)
+{
+    (void)state;
+    tq_seams_scene(QG_BUCKET_QUADTREE);
+}
+
+static void test_offset_world_bucket_quadtree(void **state)
+{
+    (void)state;
+    tq_offset_scene(QG_BUCKET_QUADTREE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -85,6 +99,8 @@ int main(void)
         cmocka_unit_test(test_depth_bound),
         cmocka_unit_test(test_scenes),
         cmocka_unit_test(test_refit_oom),
+        cmocka_unit_test(test_seams_bucket_quadtree),
+        cmocka_unit_test(test_offset_world_bucket_quadtree),
     };
     return tu_run_own_tests("bucket_quadtree", QG_BUCKET_QUADTREE, tests);
 }

@@ -3,6 +3,7 @@
  * link, boxes outside the world clamp onto its border cells (not the root),
  * deep requests clamp, and the world re-fits to the elements in cleanup. */
 #include "test_util.h"
+#include "tree_query_cases.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,6 +88,19 @@ static void test_refit_oom(void **state)
     tu_hint_refit_oom(QG_LEVEL_QUADTREE);
 }
 
+/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
+static void test_seams_level_quadtree(void **state)
+{
+    (void)state;
+    tq_seams_scene(QG_LEVEL_QUADTREE);
+}
+
+static void test_offset_world_level_quadtree(void **state)
+{
+    (void)state;
+    tq_offset_scene(QG_LEVEL_QUADTREE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -95,6 +109,8 @@ int main(void)
         cmocka_unit_test(test_moves_do_not_allocate),
         cmocka_unit_test(test_scenes),
         cmocka_unit_test(test_refit_oom),
+        cmocka_unit_test(test_seams_level_quadtree),
+        cmocka_unit_test(test_offset_world_level_quadtree),
     };
     return tu_run_own_tests("level_quadtree", QG_LEVEL_QUADTREE, tests);
 }

@@ -2,6 +2,7 @@
  * per element whatever its size, boxes shrink and branches collapse in
  * qg_cleanup. */
 #include "test_util.h"
+#include "tree_query_cases.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +103,32 @@ static void test_refit_oom_loose_quadtree(void **state)
     tu_hint_refit_oom(QG_LOOSE_QUADTREE);
 }
 
+/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
+static void test_seams_quadtree(void **state)
+{
+    (void)state;
+    tq_seams_scene(QG_QUADTREE);
+}
+
+static void test_offset_world_quadtree(void **state)
+{
+    (void)state;
+    tq_offset_scene(QG_QUADTREE);
+}
+
+/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
+static void test_seams_loose_quadtree(void **state)
+{
+    (void)state;
+    tq_seams_scene(QG_LOOSE_QUADTREE);
+}
+
+static void test_offset_world_loose_quadtree(void **state)
+{
+    (void)state;
+    tq_offset_scene(QG_LOOSE_QUADTREE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -111,6 +138,10 @@ int main(void)
         cmocka_unit_test(test_scenes_loose_quadtree),
         cmocka_unit_test(test_refit_oom_quadtree),
         cmocka_unit_test(test_refit_oom_loose_quadtree),
+        cmocka_unit_test(test_seams_quadtree),
+        cmocka_unit_test(test_offset_world_quadtree),
+        cmocka_unit_test(test_seams_loose_quadtree),
+        cmocka_unit_test(test_offset_world_loose_quadtree),
     };
     return tu_run_own_tests("loose_quadtree", QG_LOOSE_QUADTREE, tests);
 }

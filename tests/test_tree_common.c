@@ -288,12 +288,42 @@ static void test_cells(void **state)
     }
 }
 
+/// The regions the trees' ray casts and nearest searches test (issue 13):
+/// every point lies in the region of each cell, at every depth, that the
+/// mapping sends it into, whatever the world and wherever the point, and
+/// for a ray's reach too.
+static void test_region_holds_mapped_points(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 200000; ++round) {
+        const qg_rect world = random_world();
+        const int32_t side = random_side();
+        qg_tree_world w;
+        qg_tree_world_reset(&w, world, side);
+        const qg_tree_frame f = qg_tree_frame_make(&w, side, rng() % 2 ? 0.0f : fabsf(any_float()));
+        const qg_rect b = random_box(world);
+        const float x = point_in(b.min_x, b.max_x), y = point_in(b.min_y, b.max_y);
+        const int32_t mx = qg_tree_map(x, w.box.min_x, w.scale_x, side);
+        const int32_t my = qg_tree_map(y, w.box.min_y, w.scale_y, side);
+        for (int32_t size = side; size >= 1; size >>= 1) {
+            const int32_t cx = mx / size * size, cy = my / size * size;
+            const qg_rect r = qg_tree_region(&f, cx, cy, size);
+            if (!(r.min_x <= x && x <= r.max_x && r.min_y <= y && y <= r.max_y))
+                fail_msg("world (%g,%g,%g,%g) side %d: (%g,%g) maps to cell (%d,%d) size %d, region (%g,%g,%g,%g)",
+                         (double)world.min_x, (double)world.min_y, (double)world.max_x, (double)world.max_y,
+                         (int)side, (double)x, (double)y, (int)cx, (int)cy, (int)size, (double)r.min_x,
+                         (double)r.min_y, (double)r.max_x, (double)r.max_y);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_map_conservative), cmocka_unit_test(test_map_covers_world),
         cmocka_unit_test(test_square_world),     cmocka_unit_test(test_depth_for),
         cmocka_unit_test(test_refit_counts),     cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_region_holds_mapped_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
