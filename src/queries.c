@@ -190,14 +190,38 @@ static void near_sift_down(qg_near *c, int32_t i, qg_handle h, float d)
         c->d2[i] = d;
 }
 
+/// The worst held, once k are held.
+static inline void near_note_worst(qg_near *c)
+{
+    if (c->n < c->k)
+        return;
+    const int32_t w = c->k <= QG_NEAR_SORTED ? c->n - 1 : 0;
+    c->worst = qg_near_dist(c, w);
+    c->worst_h = c->heap[w];
+}
+
 void qg_near_push(qg_near *c, qg_handle h, float d)
 {
     if (!c->once)
         for (int32_t i = 0; i < c->n; ++i) // offered twice (a kind listing it in two cells)
             if (c->heap[i] == h)
                 return;
+    if (c->k <= QG_NEAR_SORTED) {
+        // Sorted: the new entry moves in from the end (dropping the worst
+        // when full).
+        int32_t j = c->n < c->k ? c->n++ : c->n - 1;
+        for (; j > 0 && qg_near_before(d, h, c->d2[j - 1], c->heap[j - 1]); --j) {
+            c->heap[j] = c->heap[j - 1];
+            c->d2[j] = c->d2[j - 1];
+        }
+        c->heap[j] = h;
+        c->d2[j] = d;
+        near_note_worst(c);
+        return;
+    }
     if (c->n == c->k) {
         near_sift_down(c, 0, h, d);
+        near_note_worst(c);
         return;
     }
     const bool cached = c->k <= QG_NEAR_CACHE;
@@ -214,10 +238,13 @@ void qg_near_push(qg_near *c, qg_handle h, float d)
     c->heap[i] = h;
     if (cached)
         c->d2[i] = d;
+    near_note_worst(c);
 }
 
 int32_t qg_near_finish(qg_near *c)
 {
+    if (c->k <= QG_NEAR_SORTED)
+        return c->n; // kept sorted
     // Heap sort in place: the worst held goes to the end, one at a time.
     const int32_t found = c->n;
     while (c->n > 1) {
@@ -258,6 +285,8 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
     for (;;) {
         near_query q = {&c, 0};
         c.n = 0;
+        c.worst = max_d2;
+        c.worst_h = -1;
         qg_query_stats stats = {0, 0};
         const qg_rect area = {x - r, y - r, x + r, y + r};
         query_all(index, area, near_candidate, &q, &stats);
@@ -270,7 +299,7 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
         // max_distance2) would be judged inside a circle it is not in.
         const double safe = 0.99 * (double)r, safe2 = safe * safe;
         if (q.seen == qg_live_count(index) || isinf(r) || (double)max_d2 <= safe2 ||
-            (c.n == k && (double)qg_near_dist(&c, 0) < safe2))
+            (c.n == k && (double)qg_near_bound(&c) < safe2))
             break;
         r *= 4.0f;
     }

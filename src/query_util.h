@@ -160,17 +160,24 @@ static inline qg_rect qg_ray_widen(qg_rect cell, float margin)
 /// the heap recomputes them from the boxes (nearest never allocates).
 #define QG_NEAR_CACHE 64
 
-/// The k best so far: a max-heap by (distance2, handle) in the caller's
-/// handles array, the worst on top. Offering the same element twice is
-/// harmless (see qg_near_offer), so kinds that list an element in several
-/// cells need no visited set.
+/// Up to this k the k best are kept sorted (an insertion moves a few
+/// entries, and the answer needs no final sort); past it, in a heap.
+#define QG_NEAR_SORTED 16
+
+/// The k best so far, in the caller's handles array: sorted ascending by
+/// (distance2, handle) for small k, else a max-heap with the worst on top.
+/// The worst held is kept beside them, so the bound costs a load. Offering
+/// the same element twice is harmless (see qg_near_offer), so kinds that
+/// list an element in several cells need no visited set.
 typedef struct qg_near {
     const qg_index *index;
     float x, y;
     float max_d2;    ///< the caller's limit
     qg_handle *heap; ///< the caller's handles array
     int32_t n, k;
-    bool once; ///< the kind offers each element at most once: no look for a second offer
+    bool once;       ///< the kind offers each element at most once: no look for a second offer
+    float worst;     ///< distance2 of the worst held, once k are held (else max_d2)
+    qg_handle worst_h; ///< its handle
     float d2[QG_NEAR_CACHE]; ///< heap[i]'s distance2 when k <= QG_NEAR_CACHE
 } qg_near;
 
@@ -185,6 +192,8 @@ static inline void qg_near_start(qg_near *c, const qg_index *index, float x, flo
     c->n = 0;
     c->k = k;
     c->once = false;
+    c->worst = max_d2;
+    c->worst_h = -1;
 }
 
 static inline bool qg_near_before(float da, qg_handle a, float db, qg_handle b)
@@ -202,7 +211,7 @@ static inline float qg_near_dist(const qg_near *c, int32_t i)
 /// distance2 exceeds it (> only: a tie may still win on its handle).
 static inline float qg_near_bound(const qg_near *c)
 {
-    return c->n == c->k ? qg_near_dist(c, 0) : c->max_d2;
+    return c->worst;
 }
 
 /// Implementation of qg_near_offer (out of line in queries.c).
@@ -215,13 +224,13 @@ static inline void qg_near_offer(qg_near *c, qg_handle h, float d)
 {
     if (!(d <= c->max_d2))
         return;
-    if (c->n == c->k && !qg_near_before(d, h, qg_near_dist(c, 0), c->heap[0]))
+    if (c->n == c->k && !qg_near_before(d, h, c->worst, c->worst_h))
         return;
     qg_near_push(c, h, d);
 }
 
-/// Sorts the heap into ascending (distance2, handle) order in place and
-/// returns how many are held.
+/// Leaves the k best in ascending (distance2, handle) order in the handles
+/// array and returns how many are held.
 int32_t qg_near_finish(qg_near *c);
 
 #endif
