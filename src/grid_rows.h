@@ -1620,19 +1620,6 @@ static inline double gr_hair(const gr_grid *g, double a, float org)
     return 1e-5 * (a + fabs((double)org / (double)g->inv)) + 1e-30;
 }
 
-/// Reports h (its box hit at t) to the ray's callback. False when it stopped
-/// the cast.
-static inline bool gr_ray_report(qg_ray *r, qg_handle h, float t)
-{
-    const float m = r->fn(h, t, r->user);
-    if (!(m >= 0.0f)) {
-        r->stop = true;
-        return false;
-    }
-    r->max_t = m < r->max_t ? m : r->max_t;
-    return true;
-}
-
 /// The elements of wrapped cell x of `row`, visited as unwrapped cell
 /// (ux, uy): each hit element is reported only when P, the hit point
 /// clamped into its box, maps to (ux, uy). P lies in the box, so (gr_map
@@ -1644,41 +1631,13 @@ static inline bool gr_ray_report(qg_ray *r, qg_handle h, float t)
 static inline bool gr_ray_cell(const gr_grid *g, const gr_row *row, int32_t x, int32_t ux, int32_t uy,
                                const qg_rect *boxes, qg_ray *r)
 {
-    // qg_ray_box_fast's statements with its two divisions done once: the
-    // same roundings, so the same answers bit for bit.
-    const float ox = r->ox, oy = r->oy, dx = r->dx, dy = r->dy;
-    const float ix = dx == 0.0f ? 0.0f : 1.0f / dx, iy = dy == 0.0f ? 0.0f : 1.0f / dy;
+    // The hit test with the ray's inverses (computed once per cast): the
+    // same roundings as qg_ray_box, so the same answers bit for bit.
     for (int32_t e = row->cells[x]; e >= 0; e = row->nodes[e].next) {
         const qg_handle h = row->nodes[e].element;
         const qg_rect b = boxes[h];
-        float t0 = 0.0f, t1 = r->max_t;
-        if (dx == 0.0f) {
-            if (ox < b.min_x || ox > b.max_x)
-                continue;
-        } else {
-            float ta = (b.min_x - ox) * ix, tb = (b.max_x - ox) * ix;
-            if (ta > tb) {
-                const float sw = ta;
-                ta = tb;
-                tb = sw;
-            }
-            t0 = ta > t0 ? ta : t0;
-            t1 = tb < t1 ? tb : t1;
-        }
-        if (dy == 0.0f) {
-            if (oy < b.min_y || oy > b.max_y)
-                continue;
-        } else {
-            float ta = (b.min_y - oy) * iy, tb = (b.max_y - oy) * iy;
-            if (ta > tb) {
-                const float sw = ta;
-                ta = tb;
-                tb = sw;
-            }
-            t0 = ta > t0 ? ta : t0;
-            t1 = tb < t1 ? tb : t1;
-        }
-        if (!(t0 <= t1))
+        float t0, t1;
+        if (!qg_ray_span(r, b, &t0, &t1))
             continue;
         const float t = t0;
         const float mx = t * r->dx, my = t * r->dy;
@@ -1687,7 +1646,7 @@ static inline bool gr_ray_cell(const gr_grid *g, const gr_row *row, int32_t x, i
         py = py < b.min_y ? b.min_y : (py > b.max_y ? b.max_y : py);
         if (gr_map(px, g->inv, g->org[0]) != ux || gr_map(py, g->inv, g->org[1]) != uy)
             continue;
-        if (!gr_ray_report(r, h, t))
+        if (!qg_ray_report(r, h, t))
             return false;
     }
     return true;
@@ -1709,7 +1668,7 @@ static inline void gr_ray_scan(const gr_grid *g, const qg_rect *boxes, qg_ray *r
                 if (!qg_ray_box_fast(b, r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
                     continue;
                 const gr_ibox ib = gr_map_box(g, b);
-                if ((ib.x0 & g->mx) == x && (ib.y0 & g->my) == y && !gr_ray_report(r, h, t))
+                if ((ib.x0 & g->mx) == x && (ib.y0 & g->my) == y && !qg_ray_report(r, h, t))
                     return;
             }
         }

@@ -477,22 +477,11 @@ static qg_status loose_quadtree_insert_many(qg_index *index, qg_txn *txn, const 
         return QG_OK;
     }
     // Keys: the centre's cell (30 bits of Morton order) above the position
-    // in `handles`; least significant digit first, 10 bits at a time.
-    uint64_t *tmp = key + n;
+    // in `handles`.
+    uint64_t *const block = key;
     for (int32_t i = 0; i < n; ++i)
         key[i] = (uint64_t)lq_morton(lq_centre(lq, index->boxes[handles[i]])) << 32 | (uint32_t)i;
-    for (int shift = 32; shift < 62; shift += 10) {
-        int32_t count[1025] = {0};
-        for (int32_t i = 0; i < n; ++i)
-            count[(key[i] >> shift & 1023) + 1]++;
-        for (int d = 0; d < 1024; ++d)
-            count[d + 1] += count[d];
-        for (int32_t i = 0; i < n; ++i)
-            tmp[count[key[i] >> shift & 1023]++] = key[i];
-        uint64_t *s = key;
-        key = tmp;
-        tmp = s;
-    }
+    key = qg_tree_sort_morton(key, key + n, n);
     // In this order the handles, boxes and per-handle records are read
     // and written anywhere: their loads are started well ahead.
     for (int32_t i = 0; i < n; ++i) {
@@ -509,8 +498,7 @@ static qg_status loose_quadtree_insert_many(qg_index *index, qg_txn *txn, const 
         const qg_handle h = handles[(uint32_t)key[i]];
         lq_place(lq, h, index->boxes[h]);
     }
-    // Three passes: the sorted keys ended in the second half.
-    qg_mem_free(&index->alloc, key < tmp ? key : tmp, 2 * bytes);
+    qg_mem_free(&index->alloc, block, 2 * bytes);
     return QG_OK;
 }
 

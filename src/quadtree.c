@@ -555,28 +555,16 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
     if (qg_tree_grown(&qt->world, count) && qt_refit(qt, -1, true, count))
         return QG_OK;
     const size_t bytes = (size_t)n * sizeof(uint64_t);
-    uint64_t *key = n > 1 ? qg_mem_alloc(&index->alloc, 2 * bytes) : NULL, *tmp = NULL;
+    uint64_t *const block = n > 1 ? qg_mem_alloc(&index->alloc, 2 * bytes) : NULL;
+    uint64_t *key = block;
     if (key != NULL) {
         // Keys: the min corner's cell (30 bits of Morton order) above the
-        // position in `handles`; least significant digit first, 10 bits at
-        // a time (three passes: the sorted keys end in the second half).
-        tmp = key + n;
+        // position in `handles`.
         for (int32_t i = 0; i < n; ++i) {
             const qt_ibox b = qt_map_box(qt, index->boxes[handles[i]]);
             key[i] = (uint64_t)qt_morton((uint32_t)b.x0, (uint32_t)b.y0) << 32 | (uint32_t)i;
         }
-        for (int shift = 32; shift < 62; shift += 10) {
-            int32_t count_of[1025] = {0};
-            for (int32_t i = 0; i < n; ++i)
-                count_of[(key[i] >> shift & 1023) + 1]++;
-            for (int d = 0; d < 1024; ++d)
-                count_of[d + 1] += count_of[d];
-            for (int32_t i = 0; i < n; ++i)
-                tmp[count_of[key[i] >> shift & 1023]++] = key[i];
-            uint64_t *s = key;
-            key = tmp;
-            tmp = s;
-        }
+        key = qg_tree_sort_morton(key, key + n, n);
     }
     qg_status s = QG_OK;
     int32_t done = 0;
@@ -603,8 +591,8 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
     if (s != QG_OK)
         for (int32_t j = 0; j < done; ++j)
             quadtree_remove(index, handles[key != NULL ? (int32_t)(uint32_t)key[j] : j]);
-    if (key != NULL)
-        qg_mem_free(&index->alloc, key < tmp ? key : tmp, 2 * bytes);
+    if (block != NULL)
+        qg_mem_free(&index->alloc, block, 2 * bytes);
     return s;
 }
 
@@ -1131,7 +1119,7 @@ static inline bool qt_ray_element(const quadtree *qt, qg_tree_ray *r, qt_cell c,
     }
     px = px < b.min_x ? b.min_x : px > b.max_x ? b.max_x : px;
     py = py < b.min_y ? b.min_y : py > b.max_y ? b.max_y : py;
-    return !qt_corner_here(qt, c, px, py) || qg_tree_ray_report(r, h, t);
+    return !qt_corner_here(qt, c, px, py) || qg_ray_report(&r->r, h, t);
 }
 
 /// qg_raycast: the cells the segment crosses, near to far. Each node's

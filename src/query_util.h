@@ -10,45 +10,62 @@
 
 #include "engine.h"
 
-/// qg_ray_box's formula (the `rays` workload's): the segment origin +
-/// t*(dx, dy), t in [0, max_t], against the closed box; *t the entry
-/// parameter. Two statements per product: no fused multiply-add.
-static inline bool qg_ray_box_fast(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t)
+/// The hit test's core, the formula of qg_ray_box (the `rays` workload's)
+/// with the direction's inverses given (ix = 1 / dx, iy = 1 / dy, anything
+/// where the component is 0): (lo - o) * inv is the very product the
+/// formula rounds, so a kind that computes the inverses once per cast gets
+/// the same answers bit for bit. [*t0, *t1] is the parameter interval
+/// inside the closed box, starting from [0, max_t]; false when empty.
+static inline bool qg_ray_slabs(qg_rect box, float ox, float oy, float dx, float dy, float ix, float iy, float max_t,
+                                float *t0, float *t1)
 {
-    float t0 = 0.0f, t1 = max_t;
+    float a = 0.0f, b = max_t;
     if (dx == 0.0f) {
         if (ox < box.min_x || ox > box.max_x)
             return false;
     } else {
-        const float inv = 1.0f / dx;
-        float ta = (box.min_x - ox) * inv, tb = (box.max_x - ox) * inv;
+        float ta = (box.min_x - ox) * ix, tb = (box.max_x - ox) * ix;
         if (ta > tb) {
             const float s = ta;
             ta = tb;
             tb = s;
         }
         // Comparisons, not fmaxf: a NaN parameter leaves the range as it is.
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
+        a = ta > a ? ta : a;
+        b = tb < b ? tb : b;
     }
     if (dy == 0.0f) {
         if (oy < box.min_y || oy > box.max_y)
             return false;
     } else {
-        const float inv = 1.0f / dy;
-        float ta = (box.min_y - oy) * inv, tb = (box.max_y - oy) * inv;
+        float ta = (box.min_y - oy) * iy, tb = (box.max_y - oy) * iy;
         if (ta > tb) {
             const float s = ta;
             ta = tb;
             tb = s;
         }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
+        a = ta > a ? ta : a;
+        b = tb < b ? tb : b;
     }
-    if (!(t0 <= t1))
+    if (!(a <= b))
         return false;
-    *t = t0;
+    *t0 = a;
+    *t1 = b;
     return true;
+}
+
+/// 1 / d, or 0 for a zero component (never used then).
+static inline float qg_ray_inverse(float d)
+{
+    return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
+/// qg_ray_box's formula: true when the segment origin + t*(dx, dy), t in
+/// [0, max_t], touches the closed box; *t the entry parameter.
+static inline bool qg_ray_box_fast(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t)
+{
+    float t1;
+    return qg_ray_slabs(box, ox, oy, dx, dy, qg_ray_inverse(dx), qg_ray_inverse(dy), max_t, t, &t1);
 }
 
 /// qg_point_box_distance2's formula (the `knn` workload's).
@@ -72,6 +89,7 @@ static inline float qg_point_box_d2_fast(qg_rect box, float x, float y)
 /// it in closest-hit mode), and offers each element once.
 typedef struct qg_ray {
     float ox, oy, dx, dy;
+    float ix, iy; ///< qg_ray_inverse of dx, dy: computed once per cast
     float max_t; ///< current: the callback's smallest answer so far
     bool stop;   ///< the callback returned a negative value
     qg_ray_fn *fn;
@@ -80,19 +98,17 @@ typedef struct qg_ray {
 
 static inline qg_ray qg_ray_start(float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn, void *user)
 {
-    qg_ray r = {ox, oy, dx, dy, max_t, false, fn, user};
+    qg_ray r = {ox, oy, dx, dy, qg_ray_inverse(dx), qg_ray_inverse(dy), max_t, false, fn, user};
     return r;
 }
 
-/// Tests element h (box `box`) at the current max_t and reports a hit.
-/// False once the callback has stopped the cast (the caller returns).
-static inline bool qg_ray_offer(qg_ray *r, qg_handle h, qg_rect box)
+/// Reports element h, hit at t, to the callback and takes its answer as
+/// the new max_t. False once the callback has stopped the cast (negative
+/// or NaN answer): the caller returns.
+static inline bool qg_ray_report(qg_ray *r, qg_handle h, float t)
 {
-    float t;
-    if (!qg_ray_box_fast(box, r->ox, r->oy, r->dx, r->dy, r->max_t, &t))
-        return true;
     const float m = r->fn(h, t, r->user);
-    if (!(m >= 0.0f)) { // negative or NaN: stop
+    if (!(m >= 0.0f)) {
         r->stop = true;
         return false;
     }
@@ -100,46 +116,21 @@ static inline bool qg_ray_offer(qg_ray *r, qg_handle h, qg_rect box)
     return true;
 }
 
-/// The parameter interval [*t0, *t1] in which the segment (at the current
-/// max_t) is inside the closed box `cell`; false when it misses it. The
-/// same formula as the hit test, so a cell a hit lies in is never skipped
-/// for rounding when the cell is widened by a hair (qg_ray_hair).
-static inline bool qg_ray_span(const qg_ray *r, qg_rect cell, float *t0, float *t1)
+/// The segment's parameter interval [*t0, *t1] inside the closed box at
+/// the current max_t; false when it misses. The hit test's formula, so a
+/// cell a hit lies in is never skipped for rounding once the cell is
+/// widened by a hair (qg_ray_widen).
+static inline bool qg_ray_span(const qg_ray *r, qg_rect box, float *t0, float *t1)
 {
-    float a = 0.0f, b = r->max_t;
-    if (r->dx == 0.0f) {
-        if (r->ox < cell.min_x || r->ox > cell.max_x)
-            return false;
-    } else {
-        const float inv = 1.0f / r->dx;
-        float ta = (cell.min_x - r->ox) * inv, tb = (cell.max_x - r->ox) * inv;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        a = ta > a ? ta : a;
-        b = tb < b ? tb : b;
-    }
-    if (r->dy == 0.0f) {
-        if (r->oy < cell.min_y || r->oy > cell.max_y)
-            return false;
-    } else {
-        const float inv = 1.0f / r->dy;
-        float ta = (cell.min_y - r->oy) * inv, tb = (cell.max_y - r->oy) * inv;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        a = ta > a ? ta : a;
-        b = tb < b ? tb : b;
-    }
-    if (!(a <= b))
-        return false;
-    *t0 = a;
-    *t1 = b;
-    return true;
+    return qg_ray_slabs(box, r->ox, r->oy, r->dx, r->dy, r->ix, r->iy, r->max_t, t0, t1);
+}
+
+/// Tests element h (box `box`) at the current max_t and reports a hit.
+/// False once the callback has stopped the cast (the caller returns).
+static inline bool qg_ray_offer(qg_ray *r, qg_handle h, qg_rect box)
+{
+    float t, t1;
+    return !qg_ray_span(r, box, &t, &t1) || qg_ray_report(r, h, t);
 }
 
 /// `cell` widened on every side by a hair for the rounding of points on

@@ -128,3 +128,20 @@ bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int
     // Every node is either reachable or in a free block, never both.
     return found == free_blocks && 1 + 4 * branches + 4 * (int64_t)found == node_high;
 }
+
+uint64_t *qg_tree_sort_morton(uint64_t *key, uint64_t *tmp, int32_t n)
+{
+    for (int shift = 32; shift < 62; shift += 10) {
+        int32_t count[1025] = {0};
+        for (int32_t i = 0; i < n; ++i)
+            count[(key[i] >> shift & 1023) + 1]++;
+        for (int d = 0; d < 1024; ++d)
+            count[d + 1] += count[d];
+        for (int32_t i = 0; i < n; ++i)
+            tmp[count[key[i] >> shift & 1023]++] = key[i];
+        uint64_t *s = key;
+        key = tmp;
+        tmp = s;
+    }
+    return key;
+}

@@ -429,58 +429,15 @@ static inline qg_tree_ray qg_tree_ray_start(float ox, float oy, float dx, float 
 /// time), so the same answers bit for bit.
 static inline bool qg_tree_ray_hit(const qg_tree_ray *q, qg_rect box, float *t)
 {
-    float t0 = 0.0f, t1 = q->r.max_t;
-    if (q->r.dx == 0.0f) {
-        if (q->r.ox < box.min_x || q->r.ox > box.max_x)
-            return false;
-    } else {
-        float ta = (box.min_x - q->r.ox) * q->ix, tb = (box.max_x - q->r.ox) * q->ix;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-    }
-    if (q->r.dy == 0.0f) {
-        if (q->r.oy < box.min_y || q->r.oy > box.max_y)
-            return false;
-    } else {
-        float ta = (box.min_y - q->r.oy) * q->iy, tb = (box.max_y - q->r.oy) * q->iy;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-    }
-    if (!(t0 <= t1))
-        return false;
-    *t = t0;
-    return true;
-}
-
-/// Reports element h, hit at t, to the ray's callback (the second half of
-/// qg_ray_offer, for kinds that decide between the test and the report
-/// whether this node is the one that reports h). False once stopped.
-static inline bool qg_tree_ray_report(qg_tree_ray *q, qg_handle h, float t)
-{
-    const float m = q->r.fn(h, t, q->r.user);
-    if (!(m >= 0.0f)) {
-        q->r.stop = true;
-        return false;
-    }
-    q->r.max_t = m < q->r.max_t ? m : q->r.max_t;
-    return true;
+    float t1;
+    return qg_ray_slabs(box, q->r.ox, q->r.oy, q->r.dx, q->r.dy, q->ix, q->iy, q->r.max_t, t, &t1);
 }
 
 /// qg_ray_offer with the inverses computed once.
 static inline bool qg_tree_ray_offer(qg_tree_ray *q, qg_handle h, qg_rect box)
 {
     float t;
-    return !qg_tree_ray_hit(q, box, &t) || qg_tree_ray_report(q, h, t);
+    return !qg_tree_ray_hit(q, box, &t) || qg_ray_report(&q->r, h, t);
 }
 
 /// The entry parameter *t0 of the segment (at the current max_t) into a
@@ -633,5 +590,12 @@ static inline void qg_tree_push_sorted(qg_tree_pending *stack, int *top, qg_tree
         stack[(*top)++] = ch[i];
 }
 
+
+/// Sorts n keys whose bits 32..61 hold a cell's Morton code (the low 32
+/// bits a position, which keeps the sort stable): least significant digit
+/// first, 10 bits at a time, between `key` and `tmp` (n each). A bulk
+/// insert in this order walks the tree the way its nodes lie. Returns the
+/// array holding the sorted keys (after three passes, `tmp`).
+uint64_t *qg_tree_sort_morton(uint64_t *key, uint64_t *tmp, int32_t n);
 
 #endif

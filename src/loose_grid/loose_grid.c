@@ -739,42 +739,12 @@ static inline double lg_line(int32_t i, float o, float s, int32_t n)
     return (double)o + (double)i / (double)s;
 }
 
-/// qg_ray_box_fast's statements with the inverses of the direction given
-/// (ix = 1 / dx, iy = 1 / dy, computed once per cast): the same roundings,
-/// so the same answers bit for bit, without two divisions per element.
+/// The hit test at the current max_t with the direction's inverses given
+/// (qg_ray_slabs: the same answers as qg_ray_box bit for bit).
 static inline bool lg_ray_hit(qg_rect b, const qg_ray *r, float ix, float iy, float *t)
 {
-    float t0 = 0.0f, t1 = r->max_t;
-    if (r->dx == 0.0f) {
-        if (r->ox < b.min_x || r->ox > b.max_x)
-            return false;
-    } else {
-        float ta = (b.min_x - r->ox) * ix, tb = (b.max_x - r->ox) * ix;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-    }
-    if (r->dy == 0.0f) {
-        if (r->oy < b.min_y || r->oy > b.max_y)
-            return false;
-    } else {
-        float ta = (b.min_y - r->oy) * iy, tb = (b.max_y - r->oy) * iy;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb;
-            tb = s;
-        }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-    }
-    if (!(t0 <= t1))
-        return false;
-    *t = t0;
-    return true;
+    float t1;
+    return qg_ray_slabs(b, r->ox, r->oy, r->dx, r->dy, ix, iy, r->max_t, t, &t1);
 }
 
 /// The loose cells linked in tight cell (tx, ty) that it owns for the ray:
