@@ -208,9 +208,11 @@ static inline float qg_near_bound(const qg_near *c)
 /// Implementation of qg_near_offer (out of line in queries.c).
 void qg_near_push(qg_near *c, qg_handle h, float d);
 
-/// Offers element h at distance2 d. An element already held is not taken
-/// again, and one refused before is refused again (the bound only falls),
-/// so offering an element several times changes nothing.
+/// Offers element h at distance2 d, which must be qg_point_box_d2_fast of
+/// its box (the same element always comes with the same d). An element
+/// already held is not taken again, and one refused before is refused again
+/// (the bound only falls), so offering an element several times changes
+/// nothing.
 static inline void qg_near_offer(qg_near *c, qg_handle h, float d)
 {
     if (!(d <= c->max_d2))
