@@ -423,21 +423,6 @@ static qg_status loose_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
     return QG_OK;
 }
 
-/// Interleaves the low 15 bits of x and y (x in the even bits): the order
-/// of a depth-first walk of the tree's cells.
-static inline uint32_t lq_morton(lq_point p)
-{
-    uint32_t x = (uint32_t)p.x, y = (uint32_t)p.y;
-    x = (x | x << 8) & 0x00FF00FFu;
-    x = (x | x << 4) & 0x0F0F0F0Fu;
-    x = (x | x << 2) & 0x33333333u;
-    x = (x | x << 1) & 0x55555555u;
-    y = (y | y << 8) & 0x00FF00FFu;
-    y = (y | y << 4) & 0x0F0F0F0Fu;
-    y = (y | y << 2) & 0x33333333u;
-    y = (y | y << 1) & 0x55555555u;
-    return x | y << 1;
-}
 
 /// qg_insert_many: one sort, then the elements go down the tree in the
 /// order of their centres' cells, so each descent walks the nodes the last
@@ -479,8 +464,10 @@ static qg_status loose_quadtree_insert_many(qg_index *index, qg_txn *txn, const 
     // Keys: the centre's cell (30 bits of Morton order) above the position
     // in `handles`.
     uint64_t *const block = key;
-    for (int32_t i = 0; i < n; ++i)
-        key[i] = (uint64_t)lq_morton(lq_centre(lq, index->boxes[handles[i]])) << 32 | (uint32_t)i;
+    for (int32_t i = 0; i < n; ++i) {
+        const lq_point p = lq_centre(lq, index->boxes[handles[i]]);
+        key[i] = (uint64_t)qg_tree_morton((uint32_t)p.x, (uint32_t)p.y) << 32 | (uint32_t)i;
+    }
     key = qg_tree_sort_morton(key, key + n, n);
     // In this order the handles, boxes and per-handle records are read
     // and written anywhere: their loads are started well ahead.

@@ -514,20 +514,6 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     return s;
 }
 
-/// Interleaves the low 15 bits of x and y (x in the even bits): the order
-/// of a depth-first walk of the tree's cells.
-static inline uint32_t qt_morton(uint32_t x, uint32_t y)
-{
-    x = (x | x << 8) & 0x00FF00FFu;
-    x = (x | x << 4) & 0x0F0F0F0Fu;
-    x = (x | x << 2) & 0x33333333u;
-    x = (x | x << 1) & 0x55555555u;
-    y = (y | y << 8) & 0x00FF00FFu;
-    y = (y | y << 4) & 0x0F0F0F0Fu;
-    y = (y | y << 2) & 0x33333333u;
-    y = (y | y << 1) & 0x55555555u;
-    return x | y << 1;
-}
 
 static void quadtree_remove(qg_index *index, qg_handle h);
 
@@ -562,7 +548,7 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
         // position in `handles`.
         for (int32_t i = 0; i < n; ++i) {
             const qt_ibox b = qt_map_box(qt, index->boxes[handles[i]]);
-            key[i] = (uint64_t)qt_morton((uint32_t)b.x0, (uint32_t)b.y0) << 32 | (uint32_t)i;
+            key[i] = (uint64_t)qg_tree_morton((uint32_t)b.x0, (uint32_t)b.y0) << 32 | (uint32_t)i;
         }
         key = qg_tree_sort_morton(key, key + n, n);
     }

@@ -591,6 +591,21 @@ static inline void qg_tree_push_sorted(qg_tree_pending *stack, int *top, qg_tree
 }
 
 
+/// Interleaves the low 15 bits of x and y (x in the even bits): the order
+/// of a depth-first walk of a tree's cells (the keys of qg_tree_sort_morton).
+static inline uint32_t qg_tree_morton(uint32_t x, uint32_t y)
+{
+    x = (x | x << 8) & 0x00FF00FFu;
+    x = (x | x << 4) & 0x0F0F0F0Fu;
+    x = (x | x << 2) & 0x33333333u;
+    x = (x | x << 1) & 0x55555555u;
+    y = (y | y << 8) & 0x00FF00FFu;
+    y = (y | y << 4) & 0x0F0F0F0Fu;
+    y = (y | y << 2) & 0x33333333u;
+    y = (y | y << 1) & 0x55555555u;
+    return x | y << 1;
+}
+
 /// Sorts n keys whose bits 32..61 hold a cell's Morton code (the low 32
 /// bits a position, which keeps the sort stable): least significant digit
 /// first, 10 bits at a time, between `key` and `tmp` (n each). A bulk
