@@ -565,6 +565,7 @@ static void pg_cleanup(qg_index *index, const qg_jobs *jobs)
             pg_refresh_task t = {L, index->boxes, jobs->worker_count};
             qg_jobs_run(jobs, pg_refresh_part, t.parts, &t);
             L->fresh = true;
+            L->snug = false;
         }
         if (steady && L->tail == 0 && L->tombstones == 0) {
             pg_trim(&index->alloc, (void **)&L->order, &L->order_capacity, sizeof(uint32_t),
@@ -779,7 +780,8 @@ static void point_grid_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 
 /// True when the element at slot s of cell (cx, cy) of level k is live,
 /// listed there (its level, its point in the cell's margins, its home bits
-/// naming the cell, its offsets exact while fresh). That it is listed once
+/// naming the cell, its offsets exact while fresh, its point in the cell
+/// proper while snug). That it is listed once
 /// is the caller's check (qg_handle_term sums).
 static bool pg_listed_valid(const point_grid *g, int32_t k, qg_handle h, int32_t s, int32_t cx, int32_t cy)
 {
@@ -792,6 +794,8 @@ static bool pg_listed_valid(const point_grid *g, int32_t k, qg_handle h, int32_t
         return false;
     const pg_point p = pg_box_point(L, index->boxes[h]);
     if (!pg_in_margins(p, cx, cy))
+        return false;
+    if (L->fresh && L->snug && (p.x >> PG_QBITS != cx || p.y >> PG_QBITS != cy))
         return false;
     if (L->fresh && (L->sq[s] != pg_offsets(p, cx, cy) ||
                      L->order[s] >> 24 != pg_size(L, p, pg_point_of(L, index->boxes[h].max_x, index->boxes[h].max_y))))

@@ -194,6 +194,10 @@ typedef struct pg_level {
     int32_t tombstones; ///< dead slots in the snapshot and the tail
     bool live;          ///< start and tail_head hold a grid
     bool fresh;         ///< sq holds every listed element's current point
+    /// Fresh from a re-sort: every listed point lies in its home cell
+    /// proper, none in the margins (a refresh or a move ends it), so a
+    /// search may bound a cell without them (nearest: a third of the cells).
+    bool snug;
     bool refit;         ///< the next qg_cleanup re-sorts (more cells arrived)
     int32_t want_cells; ///< cells a re-fit asked for beyond start_capacity
     int32_t want_rows;  ///< rows of that world (tail_head's capacity)

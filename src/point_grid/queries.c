@@ -449,44 +449,53 @@ typedef struct pg_near_batch {
     qg_handle h[PG_NEAR_BATCH];
     float lb[PG_NEAR_BATCH];
     int32_t n;
+    int32_t ntop;             ///< how many upper bounds are kept (at most k; 0 when k > QG_NEAR_CACHE)
+    float limit;              ///< top[k - 1] once k are kept, else infinity
     float top[QG_NEAR_CACHE]; ///< the smallest upper bounds queued, ascending
-    int32_t ntop;             ///< how many (at most k; 0 when k > QG_NEAR_CACHE)
 } pg_near_batch;
 
-/// The limit the queued upper bounds set (infinite until k are queued).
-static inline float pg_near_limit(const qg_near *c, const pg_near_batch *b)
-{
-    return b->ntop == c->k ? b->top[c->k - 1] : INFINITY;
-}
+/// What a level's slot and cell bounds share, computed once a query.
+typedef struct pg_near_k {
+    float qx, qy;         ///< the point in quanta
+    float padq_x, padq_y; ///< the pad in quanta
+    float ux, uy;         ///< world units per quantum
+    float unitf_x, unitf_y; ///< quanta per unit of the size byte
+    bool wide;            ///< the processor runs AVX2 (pg_near_cell_wide)
+#if defined(__SSE2__)
+    __m128 vqx, vqy, unit_x, unit_y, vpadx, vpady, vux, vuy;
+#endif
+} pg_near_k;
 
 /// Notes a candidate's upper bound among the k smallest.
 static inline void pg_near_upper(const qg_near *c, pg_near_batch *b, float ub)
 {
-    if (c->k > QG_NEAR_CACHE || (b->ntop == c->k && !(ub < b->top[c->k - 1])))
+    if (c->k > QG_NEAR_CACHE || !(ub < b->limit))
         return;
     int32_t i = b->ntop < c->k ? b->ntop++ : c->k - 1;
     for (; i > 0 && b->top[i - 1] > ub; --i)
         b->top[i] = b->top[i - 1];
     b->top[i] = ub;
+    if (b->ntop == c->k)
+        b->limit = b->top[c->k - 1];
 }
 
 static void pg_near_flush(const qg_rect *boxes, qg_near *c, pg_near_batch *b)
 {
     // In queue order (sorting by bound cost more than the boxes it saved),
     // the heap's bound checked again as it tightens.
-    const float limit = pg_near_limit(c, b);
+    const float limit = b->limit;
     for (int32_t i = 0; i < b->n; ++i)
         if (!(b->lb[i] > limit) && !(b->lb[i] > qg_near_bound(c)))
             qg_near_offer(c, b->h[i], qg_point_box_d2_fast(boxes[b->h[i]], c->x, c->y));
     b->n = 0;
     b->ntop = 0;
+    b->limit = INFINITY;
 }
 
-/// Queues candidate h; false when its lower bound already rules it out.
+/// Queues candidate h; nothing when its lower bound already rules it out.
 static inline void pg_near_queue(const qg_rect *boxes, qg_near *c, pg_near_batch *b, qg_handle h, float lb, float ub)
 {
-    const float limit = pg_near_limit(c, b), bound = qg_near_bound(c);
-    if (lb > bound || lb > limit)
+    if (lb > qg_near_bound(c) || lb > b->limit)
         return;
     PG_PREFETCH(&boxes[h]);
     pg_near_upper(c, b, ub);
@@ -496,18 +505,104 @@ static inline void pg_near_queue(const qg_rect *boxes, qg_near *c, pg_near_batch
         pg_near_flush(boxes, c, b);
 }
 
+#if defined(PG_HAVE_AVX2)
+/// pg_near_cell's filtered form with AVX2: eight slots at a time, the same
+/// bounds in the same arithmetic (so the same candidates), the ones kept
+/// queued in slot order.
+__attribute__((target("avx2"))) static void pg_near_cell_wide(const pg_level *L, const qg_rect *boxes, qg_near *c,
+                                                              pg_near_batch *b, const pg_near_k *K, int32_t bx,
+                                                              int32_t by, int32_t s, int32_t s1)
+{
+    const __m256 vqx = _mm256_set1_ps(K->qx), vqy = _mm256_set1_ps(K->qy);
+    const __m256 unit_x = _mm256_set1_ps(K->unitf_x), unit_y = _mm256_set1_ps(K->unitf_y);
+    const __m256 vpadx = _mm256_set1_ps(K->padq_x + 1.0f), vpady = _mm256_set1_ps(K->padq_y + 1.0f);
+    const __m256 vux = _mm256_set1_ps(K->ux), vuy = _mm256_set1_ps(K->uy);
+    const __m256 one = _mm256_set1_ps(1.0f), three = _mm256_set1_ps(3.0f), four = _mm256_set1_ps(4.0f);
+    const __m256 zero = _mm256_setzero_ps(), shrink = _mm256_set1_ps(0.999f), grow = _mm256_set1_ps(1.001f);
+    const __m256i vbx = _mm256_set1_epi32(bx), vby = _mm256_set1_epi32(by), byte = _mm256_set1_epi32(0xFF);
+    const __m256i nib = _mm256_set1_epi32(15), dead = _mm256_set1_epi32(PG_MAX_HANDLES);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (; s < s1; s += 8) {
+        // Slots past the cell's end are read (order and sq keep PG_PAD
+        // slots of slack) and masked off.
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)&L->order[s]);
+        const __m256i q = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)&L->sq[s]));
+        const __m256 px = _mm256_cvtepi32_ps(_mm256_add_epi32(vbx, _mm256_and_si256(q, byte)));
+        const __m256 py = _mm256_cvtepi32_ps(_mm256_add_epi32(vby, _mm256_srli_epi32(q, 8)));
+        const __m256i nx = _mm256_and_si256(_mm256_srli_epi32(v, 24), nib), ny = _mm256_srli_epi32(v, 28);
+        const __m256 fx = _mm256_castsi256_ps(_mm256_cmpeq_epi32(nx, nib));
+        const __m256 fy = _mm256_castsi256_ps(_mm256_cmpeq_epi32(ny, nib));
+        const __m256 sx = _mm256_mul_ps(_mm256_cvtepi32_ps(nx), unit_x), sy = _mm256_mul_ps(_mm256_cvtepi32_ps(ny), unit_y);
+        const __m256 wx = _mm256_blendv_ps(_mm256_add_ps(sx, one), vpadx, fx);
+        const __m256 wy = _mm256_blendv_ps(_mm256_add_ps(sy, one), vpady, fy);
+        const __m256 dx = _mm256_sub_ps(px, vqx), dy = _mm256_sub_ps(py, vqy);
+        __m256 ex = _mm256_max_ps(dx, _mm256_sub_ps(vqx, _mm256_add_ps(px, wx)));
+        __m256 ey = _mm256_max_ps(dy, _mm256_sub_ps(vqy, _mm256_add_ps(py, wy)));
+        ex = _mm256_mul_ps(_mm256_max_ps(_mm256_sub_ps(ex, three), zero), vux);
+        ey = _mm256_mul_ps(_mm256_max_ps(_mm256_sub_ps(ey, three), zero), vuy);
+        const __m256 lb = _mm256_mul_ps(shrink, _mm256_add_ps(_mm256_mul_ps(ex, ex), _mm256_mul_ps(ey, ey)));
+        const __m256i live = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_and_si256(v, dead), dead),
+                                                 _mm256_cmpgt_epi32(_mm256_set1_epi32(s1 - s), lane));
+        const float bound = qg_near_bound(c), limit = b->limit;
+        const __m256 keep = _mm256_and_ps(_mm256_cmp_ps(lb, _mm256_set1_ps(bound < limit ? bound : limit), _CMP_LE_OQ),
+                                          _mm256_castsi256_ps(live));
+        int mask = _mm256_movemask_ps(keep);
+        if (mask == 0)
+            continue;
+        const __m256 rx = _mm256_max_ps(_mm256_sub_ps(sx, unit_x), zero);
+        const __m256 ry = _mm256_max_ps(_mm256_sub_ps(sy, unit_y), zero);
+        const __m256 ox_ = _mm256_max_ps(_mm256_max_ps(dx, _mm256_sub_ps(vqx, _mm256_add_ps(px, rx))), zero);
+        const __m256 oy_ = _mm256_max_ps(_mm256_max_ps(dy, _mm256_sub_ps(vqy, _mm256_add_ps(py, ry))), zero);
+        const __m256 gx = _mm256_mul_ps(_mm256_add_ps(ox_, four), vux);
+        const __m256 gy = _mm256_mul_ps(_mm256_add_ps(oy_, four), vuy);
+        const __m256 ub = _mm256_mul_ps(grow, _mm256_add_ps(_mm256_mul_ps(gx, gx), _mm256_mul_ps(gy, gy)));
+        int upper =
+            c->k <= QG_NEAR_CACHE ? mask & _mm256_movemask_ps(_mm256_cmp_ps(ub, _mm256_set1_ps(limit), _CMP_LT_OQ)) : 0;
+        uint32_t hv[8];
+        float lbv[8], ubv[8];
+        _mm256_storeu_si256((__m256i *)(void *)hv, v);
+        _mm256_storeu_ps(lbv, lb);
+        _mm256_storeu_ps(ubv, ub);
+        if (b->n > PG_NEAR_BATCH - 8)
+            pg_near_flush(boxes, c, b);
+        int32_t n = b->n;
+        while (mask != 0) {
+            const int i = __builtin_ctz((unsigned)mask);
+            mask &= mask - 1;
+            const qg_handle h = (qg_handle)(hv[i] & PG_MAX_HANDLES);
+            PG_PREFETCH(&boxes[h]);
+            b->h[n] = h;
+            b->lb[n] = lbv[i];
+            ++n;
+        }
+        b->n = n;
+        while (upper != 0) {
+            const int i = __builtin_ctz((unsigned)upper);
+            upper &= upper - 1;
+            pg_near_upper(c, b, ubv[i]);
+        }
+    }
+}
+#endif
+
 /// Queues the listed elements of cell (cx, cy) whose point and size byte
-/// allow a distance2 within the bound. (qx, qy): the point in quanta,
-/// `filter`: the cell is interior and the level fresh (else the bound is 0).
+/// allow a distance2 within the bound. `filter`: the cell is interior and
+/// the level fresh (else the bound is 0).
 ///
-/// The bound of a slot: the distance from the box's quantized hull (the
-/// point, and the size nibbles' units past it, the pad when saturated, one
-/// more for the floor), three quanta short on each axis for the mapping's
-/// rounding and a thousandth short overall for the float arithmetic. With
-/// SSE2, four slots at a time: most slots of a cell are far from the point,
-/// and this test is the search's main work.
-static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg_near_batch *b, int32_t cx,
-                         int32_t cy, float qx, float qy, bool filter)
+/// The lower bound of a slot: the distance from the box's quantized hull
+/// (the point, and the size nibbles' units past it, the pad when saturated,
+/// one more for the floor), three quanta short on each axis for the
+/// mapping's rounding and a thousandth short overall for the float
+/// arithmetic. The upper bound: the distance to the part of the box the
+/// size byte proves, four quanta and a thousandth long. A nibble n < 15 is
+/// ceil(w / unit) of the mapped width w, and 15 means more, so w >= (n - 1)
+/// * unit: the box holds [p, p + (n - 1) * unit] to within the mapping's
+/// rounding (the min corner alone bounded it before: boxes a query lies
+/// right of or above were counted their width too far). With SSE2, four
+/// slots at a time: most slots of a cell are far from the point, and this
+/// test is the search's main work.
+static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg_near_batch *b, const pg_near_k *K,
+                         int32_t cx, int32_t cy, bool filter)
 {
     const int32_t cell = cy * L->cols + cx;
     const int32_t s0 = L->start[cell], s1 = L->start[cell + 1];
@@ -519,17 +614,18 @@ static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg
         }
         return;
     }
-    const float padq_x = L->pad * L->sx, padq_y = L->pad * L->sy;
-    const float ux = 1.0f / L->sx, uy = 1.0f / L->sy;
     const int32_t bx = (cx << PG_QBITS) - PG_M, by = (cy << PG_QBITS) - PG_M;
     int32_t s = s0;
+#if defined(PG_HAVE_AVX2)
+    if (K->wide) {
+        pg_near_cell_wide(L, boxes, c, b, K, bx, by, s0, s1);
+        return;
+    }
+#endif
 #if defined(__SSE2__)
     {
-        const __m128 vqx = _mm_set1_ps(qx), vqy = _mm_set1_ps(qy);
-        const __m128 unit_x = _mm_set1_ps((float)L->unit_x), unit_y = _mm_set1_ps((float)L->unit_y);
-        const __m128 vpadx = _mm_set1_ps(padq_x + 1.0f), vpady = _mm_set1_ps(padq_y + 1.0f);
         const __m128 one = _mm_set1_ps(1.0f), three = _mm_set1_ps(3.0f), zero = _mm_setzero_ps();
-        const __m128 vux = _mm_set1_ps(ux), vuy = _mm_set1_ps(uy), shrink = _mm_set1_ps(0.999f);
+        const __m128 shrink = _mm_set1_ps(0.999f);
         const __m128i vbx = _mm_set1_epi32(bx), vby = _mm_set1_epi32(by), byte = _mm_set1_epi32(0xFF);
         const __m128i nib = _mm_set1_epi32(15), dead = _mm_set1_epi32(PG_MAX_HANDLES);
         const __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
@@ -543,39 +639,58 @@ static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg
             const __m128 py = _mm_cvtepi32_ps(_mm_add_epi32(vby, _mm_srli_epi32(q, 8)));
             const __m128i nx = _mm_and_si128(_mm_srli_epi32(v, 24), nib), ny = _mm_srli_epi32(v, 28);
             const __m128 fx = _mm_castsi128_ps(_mm_cmpeq_epi32(nx, nib)), fy = _mm_castsi128_ps(_mm_cmpeq_epi32(ny, nib));
-            const __m128 wx = _mm_or_ps(_mm_and_ps(fx, vpadx),
-                                        _mm_andnot_ps(fx, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(nx), unit_x), one)));
-            const __m128 wy = _mm_or_ps(_mm_and_ps(fy, vpady),
-                                        _mm_andnot_ps(fy, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(ny), unit_y), one)));
-            __m128 ex = _mm_max_ps(_mm_sub_ps(px, vqx), _mm_sub_ps(vqx, _mm_add_ps(px, wx)));
-            __m128 ey = _mm_max_ps(_mm_sub_ps(py, vqy), _mm_sub_ps(vqy, _mm_add_ps(py, wy)));
-            ex = _mm_mul_ps(_mm_max_ps(_mm_sub_ps(ex, three), zero), vux);
-            ey = _mm_mul_ps(_mm_max_ps(_mm_sub_ps(ey, three), zero), vuy);
+            const __m128 wx = _mm_or_ps(_mm_and_ps(fx, K->vpadx),
+                                        _mm_andnot_ps(fx, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(nx), K->unit_x), one)));
+            const __m128 wy = _mm_or_ps(_mm_and_ps(fy, K->vpady),
+                                        _mm_andnot_ps(fy, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(ny), K->unit_y), one)));
+            __m128 ex = _mm_max_ps(_mm_sub_ps(px, K->vqx), _mm_sub_ps(K->vqx, _mm_add_ps(px, wx)));
+            __m128 ey = _mm_max_ps(_mm_sub_ps(py, K->vqy), _mm_sub_ps(K->vqy, _mm_add_ps(py, wy)));
+            ex = _mm_mul_ps(_mm_max_ps(_mm_sub_ps(ex, three), zero), K->vux);
+            ey = _mm_mul_ps(_mm_max_ps(_mm_sub_ps(ey, three), zero), K->vuy);
             const __m128 ex2 = _mm_mul_ps(ex, ex), ey2 = _mm_mul_ps(ey, ey);
             const __m128 lb = _mm_mul_ps(shrink, _mm_add_ps(ex2, ey2));
             const __m128i live = _mm_andnot_si128(_mm_cmpeq_epi32(_mm_and_si128(v, dead), dead),
                                                   _mm_cmplt_epi32(lane, _mm_set1_epi32(s1 - s)));
-            const float bound = qg_near_bound(c), limit = pg_near_limit(c, b);
+            const float bound = qg_near_bound(c), limit = b->limit;
             const __m128 keep =
                 _mm_and_ps(_mm_cmple_ps(lb, _mm_set1_ps(bound < limit ? bound : limit)), _mm_castsi128_ps(live));
             int mask = _mm_movemask_ps(keep);
             if (mask == 0)
                 continue;
-            // Upper bounds: the distance to the far side of the min corner's
-            // quantum, four quanta long, a thousandth long overall.
-            const __m128 sign = _mm_set1_ps(-0.0f), four = _mm_set1_ps(4.0f);
-            const __m128 gx = _mm_mul_ps(_mm_add_ps(_mm_andnot_ps(sign, _mm_sub_ps(vqx, px)), four), vux);
-            const __m128 gy = _mm_mul_ps(_mm_add_ps(_mm_andnot_ps(sign, _mm_sub_ps(vqy, py)), four), vuy);
+            // Upper bounds (see pg_near_cell's comment), four quanta long,
+            // a thousandth long overall. Only the lanes below the current
+            // limit move it.
+            const __m128 four = _mm_set1_ps(4.0f);
+            const __m128 rx = _mm_max_ps(_mm_sub_ps(_mm_mul_ps(_mm_cvtepi32_ps(nx), K->unit_x), K->unit_x), zero);
+            const __m128 ry = _mm_max_ps(_mm_sub_ps(_mm_mul_ps(_mm_cvtepi32_ps(ny), K->unit_y), K->unit_y), zero);
+            const __m128 ox_ = _mm_max_ps(_mm_max_ps(_mm_sub_ps(px, K->vqx), _mm_sub_ps(K->vqx, _mm_add_ps(px, rx))), zero);
+            const __m128 oy_ = _mm_max_ps(_mm_max_ps(_mm_sub_ps(py, K->vqy), _mm_sub_ps(K->vqy, _mm_add_ps(py, ry))), zero);
+            const __m128 gx = _mm_mul_ps(_mm_add_ps(ox_, four), K->vux);
+            const __m128 gy = _mm_mul_ps(_mm_add_ps(oy_, four), K->vuy);
             const __m128 ub = _mm_mul_ps(_mm_set1_ps(1.001f), _mm_add_ps(_mm_mul_ps(gx, gx), _mm_mul_ps(gy, gy)));
+            int upper = c->k <= QG_NEAR_CACHE ? mask & _mm_movemask_ps(_mm_cmplt_ps(ub, _mm_set1_ps(limit))) : 0;
             uint32_t hv[4];
             float lbv[4], ubv[4];
             _mm_storeu_si128((__m128i *)(void *)hv, v);
             _mm_storeu_ps(lbv, lb);
             _mm_storeu_ps(ubv, ub);
+            if (b->n > PG_NEAR_BATCH - 4)
+                pg_near_flush(boxes, c, b);
+            int32_t n = b->n;
             while (mask != 0) {
                 const int i = __builtin_ctz((unsigned)mask);
                 mask &= mask - 1;
-                pg_near_queue(boxes, c, b, (qg_handle)(hv[i] & PG_MAX_HANDLES), lbv[i], ubv[i]);
+                const qg_handle h = (qg_handle)(hv[i] & PG_MAX_HANDLES);
+                PG_PREFETCH(&boxes[h]);
+                b->h[n] = h;
+                b->lb[n] = lbv[i];
+                ++n;
+            }
+            b->n = n;
+            while (upper != 0) {
+                const int i = __builtin_ctz((unsigned)upper);
+                upper &= upper - 1;
+                pg_near_upper(c, b, ubv[i]);
             }
         }
         return;
@@ -588,15 +703,23 @@ static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg
         const uint32_t off = L->sq[s];
         const float px = (float)(bx + (int32_t)(off & 0xFF)), py = (float)(by + (int32_t)(off >> 8));
         float wx, wy;
-        pg_slot_extent(L, v >> 24, padq_x, padq_y, &wx, &wy);
+        pg_slot_extent(L, v >> 24, K->padq_x, K->padq_y, &wx, &wy);
+        const float qx = K->qx, qy = K->qy;
         float ex = px - qx, ey = py - qy;
         const float fx = qx - (px + wx), fy = qy - (py + wy);
         ex = (fx > ex ? fx : ex) - 3.0f;
         ey = (fy > ey ? fy : ey) - 3.0f;
-        ex = ex > 0.0f ? ex * ux : 0.0f;
-        ey = ey > 0.0f ? ey * uy : 0.0f;
+        ex = ex > 0.0f ? ex * K->ux : 0.0f;
+        ey = ey > 0.0f ? ey * K->uy : 0.0f;
         const float ex2 = ex * ex, ey2 = ey * ey;
-        const float gx = ((px > qx ? px - qx : qx - px) + 4.0f) * ux, gy = ((py > qy ? py - qy : qy - py) + 4.0f) * uy;
+        const uint32_t nx = (v >> 24) & 15u, ny = v >> 28;
+        const float rx = nx > 0u ? (float)((nx - 1u) * (uint32_t)L->unit_x) : 0.0f;
+        const float ry = ny > 0u ? (float)((ny - 1u) * (uint32_t)L->unit_y) : 0.0f;
+        float ox_ = px - qx, oy_ = py - qy;
+        ox_ = qx - (px + rx) > ox_ ? qx - (px + rx) : ox_;
+        oy_ = qy - (py + ry) > oy_ ? qy - (py + ry) : oy_;
+        const float gx = ((ox_ > 0.0f ? ox_ : 0.0f) + 4.0f) * K->ux;
+        const float gy = ((oy_ > 0.0f ? oy_ : 0.0f) + 4.0f) * K->uy;
         const float gx2 = gx * gx, gy2 = gy * gy;
         pg_near_queue(boxes, c, b, (qg_handle)(v & PG_MAX_HANDLES), 0.999f * (ex2 + ey2), 1.001f * (gx2 + gy2));
     }
@@ -609,7 +732,8 @@ typedef struct pg_near_at {
     double padq_x, padq_y;
     bool flat;            ///< the float copies below hold (qx, qy small, pad finite)
     float fx, fy;         ///< qx, qy in float
-    float span_x, span_y; ///< a cell's points and boxes reach past its min: PG_Q + 2 PG_M + pad + 2 quanta
+    int32_t m;            ///< the margins a cell's points may use: PG_M, or 0 while the level is snug
+    float span_x, span_y; ///< a cell's points and boxes reach past its min: PG_Q + 2 m + pad + 2 quanta
     float ux, uy;         ///< world units per quantum
 } pg_near_at;
 
@@ -622,7 +746,7 @@ static float pg_cell_bound(const pg_level *L, const pg_near_at *a, int32_t cx, i
 {
     if (a->flat && cx > 0 && cy > 0 && cx < L->cols - 1 && cy < L->rows - 1) {
         // An interior cell near a point float keeps in quanta: in float.
-        const float lo_x = (float)((cx << PG_QBITS) - PG_M - 1), lo_y = (float)((cy << PG_QBITS) - PG_M - 1);
+        const float lo_x = (float)((cx << PG_QBITS) - a->m - 1), lo_y = (float)((cy << PG_QBITS) - a->m - 1);
         float gx = lo_x - a->fx, gy = lo_y - a->fy;
         const float hx = a->fx - (lo_x + a->span_x), hy = a->fy - (lo_y + a->span_y);
         gx = (hx > gx ? hx : gx) - 3.0f;
@@ -632,10 +756,10 @@ static float pg_cell_bound(const pg_level *L, const pg_near_at *a, int32_t cx, i
         const float gx2 = gx * gx, gy2 = gy * gy;
         return 0.999f * (gx2 + gy2);
     }
-    const double lo_x = cx == 0 ? -INFINITY : (double)cx * PG_Q - PG_M - 1.0;
-    const double hi_x = cx == L->cols - 1 ? INFINITY : (double)cx * PG_Q + PG_Q + PG_M + a->padq_x + 1.0;
-    const double lo_y = cy == 0 ? -INFINITY : (double)cy * PG_Q - PG_M - 1.0;
-    const double hi_y = cy == L->rows - 1 ? INFINITY : (double)cy * PG_Q + PG_Q + PG_M + a->padq_y + 1.0;
+    const double lo_x = cx == 0 ? -INFINITY : (double)cx * PG_Q - a->m - 1.0;
+    const double hi_x = cx == L->cols - 1 ? INFINITY : (double)cx * PG_Q + PG_Q + a->m + a->padq_x + 1.0;
+    const double lo_y = cy == 0 ? -INFINITY : (double)cy * PG_Q - a->m - 1.0;
+    const double hi_y = cy == L->rows - 1 ? INFINITY : (double)cy * PG_Q + PG_Q + a->m + a->padq_y + 1.0;
     double gx = lo_x - a->qx, gy = lo_y - a->qy;
     const double fx = a->qx - hi_x, fy = a->qy - hi_y;
     gx = (fx > gx ? fx : gx) - 3.0;
@@ -666,13 +790,24 @@ static float pg_ring_bound(const pg_level *L, const pg_near_at *a, int32_t pcx, 
 
 /// One cell of a ring: skipped whole when its bound is past the heap's.
 static inline void pg_near_visit(const pg_level *L, const qg_rect *boxes, qg_near *c, pg_near_batch *b,
-                                 const pg_near_at *a, int32_t cx, int32_t cy, float qx, float qy, bool near_world)
+                                 const pg_near_at *a, const pg_near_k *K, int32_t cx, int32_t cy, bool near_world)
 {
-    const float bound = qg_near_bound(c), limit = pg_near_limit(c, b);
+    const float bound = qg_near_bound(c), limit = b->limit;
     if (pg_cell_bound(L, a, cx, cy) > (bound < limit ? bound : limit))
         return;
-    pg_near_cell(L, boxes, c, b, cx, cy, qx, qy,
-                 near_world && cx > 0 && cx < L->cols - 1 && cy > 0 && cy < L->rows - 1);
+    pg_near_cell(L, boxes, c, b, K, cx, cy, near_world && cx > 0 && cx < L->cols - 1 && cy > 0 && cy < L->rows - 1);
+}
+
+/// Squared gap, in world units, from the point's quantum coordinate q to
+/// the cell side [lo, lo + span] on one axis, three quanta short (the flat
+/// form of pg_cell_bound, one axis at a time).
+static inline float pg_near_gap2(float lo, float q, float span, float u)
+{
+    float g = lo - q;
+    const float h = q - (lo + span);
+    g = (h > g ? h : g) - 3.0f;
+    g = g > 0.0f ? g * u : 0.0f;
+    return g * g;
 }
 
 /// Prefetches rings 0..r0 around (pcx, pcy): every row's starts, then
@@ -694,12 +829,12 @@ static void pg_near_prefetch(const pg_level *L, int32_t pcx, int32_t pcy, int32_
     }
 }
 
-static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
+static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c, bool wide)
 {
     const pg_point p = pg_point_of(L, c->x, c->y);
     const int32_t pcx = p.x >> PG_QBITS, pcy = p.y >> PG_QBITS;
     pg_near_at a = {((double)c->x - L->ox) * L->sx, ((double)c->y - L->oy) * L->sy,
-                    (double)L->pad * L->sx, (double)L->pad * L->sy, false, 0, 0, 0, 0, 1.0f / L->sx, 1.0f / L->sy};
+                    (double)L->pad * L->sx, (double)L->pad * L->sy, false, 0, 0, 0, 0, 0, 1.0f / L->sx, 1.0f / L->sy};
     // The per-element prefilter works in float quanta: only where float
     // keeps them (and the pad is finite).
     const float qx = (float)a.qx, qy = (float)a.qy;
@@ -708,8 +843,12 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
     a.flat = fabs(a.qx) < 0x1p23 && fabs(a.qy) < 0x1p23 && a.padq_x < 4096.0 && a.padq_y < 4096.0;
     a.fx = qx;
     a.fy = qy;
-    a.span_x = (float)(PG_Q + 2 * PG_M + 2 + a.padq_x);
-    a.span_y = (float)(PG_Q + 2 * PG_M + 2 + a.padq_y);
+    // A snug level's points lie in their cells proper: the cells' bounds
+    // leave the margins out (on `knn`, ring 1 then skips about half its
+    // cells).
+    a.m = L->fresh && L->snug ? 0 : PG_M;
+    a.span_x = (float)(PG_Q + 2 * a.m + 2 + a.padq_x);
+    a.span_y = (float)(PG_Q + 2 * a.m + 2 + a.padq_y);
     int32_t far = pcx;
     if (L->cols - 1 - pcx > far)
         far = L->cols - 1 - pcx;
@@ -717,9 +856,30 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
         far = pcy;
     if (L->rows - 1 - pcy > far)
         far = L->rows - 1 - pcy;
+    pg_near_k K;
+    K.qx = qx;
+    K.qy = qy;
+    K.padq_x = L->pad * L->sx;
+    K.padq_y = L->pad * L->sy;
+    K.ux = 1.0f / L->sx;
+    K.uy = 1.0f / L->sy;
+    K.unitf_x = (float)L->unit_x;
+    K.unitf_y = (float)L->unit_y;
+    K.wide = wide;
+#if defined(__SSE2__)
+    K.vqx = _mm_set1_ps(qx);
+    K.vqy = _mm_set1_ps(qy);
+    K.unit_x = _mm_set1_ps((float)L->unit_x);
+    K.unit_y = _mm_set1_ps((float)L->unit_y);
+    K.vpadx = _mm_set1_ps(K.padq_x + 1.0f);
+    K.vpady = _mm_set1_ps(K.padq_y + 1.0f);
+    K.vux = _mm_set1_ps(K.ux);
+    K.vuy = _mm_set1_ps(K.uy);
+#endif
     pg_near_batch b;
     b.n = 0;
     b.ntop = 0;
+    b.limit = INFINITY;
     // Rings out from the point's cell while a ring's bound is within the
     // heap's; the rings expected to hold about 2k elements at the level's
     // mean density are prefetched first.
@@ -735,7 +895,7 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
             pg_near_flush(boxes, c, &b);
         // The queued candidates' limit prunes as the heap's bound does (the
         // queue is tested before the search ends).
-        const float bound = qg_near_bound(c), limit = pg_near_limit(c, &b);
+        const float bound = qg_near_bound(c), limit = b.limit;
         if (pg_ring_bound(L, &a, pcx, pcy, r) > (bound < limit ? bound : limit)) {
             reach = r - 1;
             break;
@@ -745,26 +905,35 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
             // limit the queued candidates set, so do the rest.
             float cb[8];
             int32_t cc[8], m = 0;
+            // Inside the interior, a cell's bound is the sum of one gap per
+            // axis: three per axis instead of two per cell.
+            const bool inner = a.flat && pcx > 1 && pcy > 1 && pcx < L->cols - 2 && pcy < L->rows - 2;
+            float gx2[3] = {0, 0, 0}, gy2[3] = {0, 0, 0};
+            if (inner)
+                for (int32_t i = 0; i < 3; ++i) {
+                    gx2[i] = pg_near_gap2((float)(((pcx + i - 1) << PG_QBITS) - a.m - 1), a.fx, a.span_x, a.ux);
+                    gy2[i] = pg_near_gap2((float)(((pcy + i - 1) << PG_QBITS) - a.m - 1), a.fy, a.span_y, a.uy);
+                }
             for (int32_t dy = -1; dy <= 1; ++dy)
                 for (int32_t dx = -1; dx <= 1; ++dx) {
                     const int32_t cx = pcx + dx, cy = pcy + dy;
                     if ((dx | dy) == 0 || cx < 0 || cy < 0 || cx >= L->cols || cy >= L->rows)
                         continue;
-                    const float d = pg_cell_bound(L, &a, cx, cy);
+                    const float d = inner ? 0.999f * (gx2[dx + 1] + gy2[dy + 1]) : pg_cell_bound(L, &a, cx, cy);
                     int32_t j = m++;
                     for (; j > 0 && cb[j - 1] > d; --j) {
                         cb[j] = cb[j - 1];
                         cc[j] = cc[j - 1];
                     }
                     cb[j] = d;
-                    cc[j] = cy * L->cols + cx;
+                    cc[j] = (dy + 1) * 3 + dx + 1;
                 }
             for (int32_t i = 0; i < m; ++i) {
-                const float hb = qg_near_bound(c), lim = pg_near_limit(c, &b);
+                const float hb = qg_near_bound(c), lim = b.limit;
                 if (cb[i] > (hb < lim ? hb : lim))
                     break;
-                const int32_t cx = cc[i] % L->cols, cy = cc[i] / L->cols;
-                pg_near_cell(L, boxes, c, &b, cx, cy, qx, qy,
+                const int32_t cx = pcx + cc[i] % 3 - 1, cy = pcy + cc[i] / 3 - 1;
+                pg_near_cell(L, boxes, c, &b, &K, cx, cy,
                              near_world && cx > 0 && cx < L->cols - 1 && cy > 0 && cy < L->rows - 1);
             }
             continue;
@@ -775,13 +944,13 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c)
         for (int32_t cy = cy_lo; cy <= cy_hi; ++cy) {
             if (cy == y0 || cy == y1) { // the ring's top or bottom: every cell
                 for (int32_t cx = cx_lo; cx <= cx_hi; ++cx)
-                    pg_near_visit(L, boxes, c, &b, &a, cx, cy, qx, qy, near_world);
+                    pg_near_visit(L, boxes, c, &b, &a, &K, cx, cy, near_world);
                 continue;
             }
             if (x0 >= 0) // its sides: two cells
-                pg_near_visit(L, boxes, c, &b, &a, x0, cy, qx, qy, near_world);
+                pg_near_visit(L, boxes, c, &b, &a, &K, x0, cy, near_world);
             if (x1 < L->cols && x1 != x0)
-                pg_near_visit(L, boxes, c, &b, &a, x1, cy, qx, qy, near_world);
+                pg_near_visit(L, boxes, c, &b, &a, &K, x1, cy, near_world);
         }
     }
     pg_near_flush(boxes, c, &b);
@@ -814,6 +983,6 @@ int32_t qg_pg_nearest(const qg_index *index, float x, float y, int32_t k, float 
     c.once = true; // every element is listed once
     for (int32_t l = 0; l < PG_LEVELS; ++l)
         if (g->level[l].count > 0)
-            pg_near_level(&g->level[l], index->boxes, &c);
+            pg_near_level(&g->level[l], index->boxes, &c, g->wide);
     return qg_near_finish(&c);
 }

@@ -465,6 +465,7 @@ void qg_pg_rebuild(point_grid *g, int32_t k)
     L->tail = 0;
     L->tombstones = 0;
     L->fresh = true;
+    L->snug = true; // each point went to the cell that holds it
 }
 
 /// Distance, in slots, at which qg_pg_refresh fetches a box ahead of its use:
@@ -482,6 +483,7 @@ void qg_pg_refresh(pg_level *L, const qg_rect *boxes)
 {
     qg_pg_refresh_rows(L, boxes, 0, L->rows);
     L->fresh = true;
+    L->snug = false; // points moved within their margins
 }
 
 /// The refresh of the slots of rows [r0, r1): a band of its own, read and
