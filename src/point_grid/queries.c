@@ -451,7 +451,8 @@ typedef struct pg_near_batch {
     int32_t n;
     int32_t ntop;             ///< how many upper bounds are kept (at most k; 0 when k > QG_NEAR_CACHE)
     float limit;              ///< top[k - 1] once k are kept, else infinity
-    float top[QG_NEAR_CACHE]; ///< the smallest upper bounds queued, ascending
+    /// The smallest upper bounds queued, ascending: top[0..ntop).
+    _Alignas(32) float top[QG_NEAR_CACHE];
 } pg_near_batch;
 
 /// What a level's slot and cell bounds share, computed once a query.
@@ -522,6 +523,15 @@ __attribute__((target("avx2"))) static void pg_near_cell_wide(const pg_level *L,
     const __m256i vbx = _mm256_set1_epi32(bx), vby = _mm256_set1_epi32(by), byte = _mm256_set1_epi32(0xFF);
     const __m256i nib = _mm256_set1_epi32(15), dead = _mm256_set1_epi32(PG_MAX_HANDLES);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    // For k <= 8 the k smallest upper bounds live in one register, sorted,
+    // infinity past those held: an insertion is a compare and two blends
+    // (no loop, no branch), and the limit is lane k - 1.
+    const bool vtop = c->k <= 8;
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    const __m256i shift = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6), kth = _mm256_set1_epi32(c->k - 1);
+    const __m256 not0 = _mm256_castsi256_ps(_mm256_cmpgt_epi32(lane, _mm256_setzero_si256()));
+    __m256 top = _mm256_blendv_ps(_mm256_load_ps(b->top), inf,
+                                  _mm256_castsi256_ps(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(b->ntop - 1))));
     for (; s < s1; s += 8) {
         // Slots past the cell's end are read (order and sq keep PG_PAD
         // slots of slack) and masked off.
@@ -563,8 +573,10 @@ __attribute__((target("avx2"))) static void pg_near_cell_wide(const pg_level *L,
         _mm256_storeu_si256((__m256i *)(void *)hv, v);
         _mm256_storeu_ps(lbv, lb);
         _mm256_storeu_ps(ubv, ub);
-        if (b->n > PG_NEAR_BATCH - 8)
+        if (b->n > PG_NEAR_BATCH - 8) {
             pg_near_flush(boxes, c, b);
+            top = inf;
+        }
         int32_t n = b->n;
         while (mask != 0) {
             const int i = __builtin_ctz((unsigned)mask);
@@ -576,11 +588,31 @@ __attribute__((target("avx2"))) static void pg_near_cell_wide(const pg_level *L,
             ++n;
         }
         b->n = n;
+        if (vtop) {
+            while (upper != 0) {
+                const int i = __builtin_ctz((unsigned)upper);
+                upper &= upper - 1;
+                // Lanes past the place of x take their left neighbour, the
+                // place itself x; one no smaller than lane 7 changes nothing.
+                const __m256 x = _mm256_set1_ps(ubv[i]);
+                const __m256 left = _mm256_permutevar8x32_ps(top, shift);
+                const __m256 gt = _mm256_cmp_ps(top, x, _CMP_GT_OQ);
+                const __m256 gtl = _mm256_and_ps(_mm256_cmp_ps(left, x, _CMP_GT_OQ), not0);
+                top = _mm256_blendv_ps(top, _mm256_blendv_ps(x, left, gtl), gt);
+            }
+            b->limit = _mm256_cvtss_f32(_mm256_permutevar8x32_ps(top, kth));
+            continue;
+        }
         while (upper != 0) {
             const int i = __builtin_ctz((unsigned)upper);
             upper &= upper - 1;
             pg_near_upper(c, b, ubv[i]);
         }
+    }
+    if (vtop) {
+        _mm256_store_ps(b->top, top);
+        const int held = __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(top, inf, _CMP_LT_OQ)));
+        b->ntop = held < c->k ? held : c->k;
     }
 }
 #endif
