@@ -37,14 +37,17 @@
 // - Each cell has an exact lower bound of the distance to anything it lists
 //   (its points' range widened by the margins, its boxes' by the pad), a
 //   ring the least of its cells'; a cell or ring past the k-th best
-//   distance is skipped, and the rings stop there.
-// - Slots are bounded four at a time (SSE2) from point and size byte, from
-//   below (the quantized hull) and from above (the box holds its min
-//   corner's quantum). The k smallest upper bounds queued make a limit no
-//   farther candidate can pass, so of the candidates only those a lower
-//   bound puts within it are queued and their boxes read (12 a query on the
-//   `knn` workload, of 81 slots), prefetched when queued, tested at the end
-//   of the ring. Ring 1 goes nearest cell first.
+//   distance is skipped, and the rings stop there. While the level is snug
+//   (fresh from a re-sort: every point in its cell proper) the margins are
+//   left out, and ring 1 skips about half its cells on `knn`.
+// - Slots are bounded eight at a time (AVX2, chosen at run time; SSE2 four)
+//   from point and size byte, from below (the quantized hull) and from
+//   above (the part of the box its size byte proves). The k smallest upper
+//   bounds queued make a limit no farther candidate can pass, so of the
+//   candidates only those a lower bound puts within it are queued and their
+//   boxes read, prefetched when queued, tested at the end of the ring. For
+//   k <= 8 those bounds live in one AVX2 register (a branchless insertion:
+//   the loop it replaced mispredicted). Ring 1 goes nearest cell first.
 // - Tail elements are read per row, for the rows the final bound reaches.
 //   The finest level goes first: its hits bound the coarser levels' rings.
 #include "point_grid.h"
