@@ -293,6 +293,73 @@ static void test_bad_jobs(void **state)
 
 /* ---- batches ------------------------------------------------------------------ */
 
+/* Batches large enough that qg_move_many checks them in parts (one per
+ * worker, each with a bitmap of its own): the first bad move in batch order
+ * decides the answer wherever the parts split, a handle listed twice is
+ * found within a part and across two, and a good batch moves everything,
+ * the same as one worker's. */
+static void test_batch_parts(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    enum { N = 40000 };
+    tu_alloc a;
+    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_rect *boxes = malloc(sizeof(qg_rect) * N), *to = malloc(sizeof(qg_rect) * N);
+    qg_handle *hs = malloc(sizeof(qg_handle) * N);
+    assert_non_null(boxes);
+    assert_non_null(to);
+    assert_non_null(hs);
+    for (int i = 0; i < N; i++) {
+        const float x = (float)(i % 200) * 5.0f, y = (float)(i / 200) * 5.0f;
+        boxes[i] = tu_rect(x, y, x + 3, y + 3);
+        to[i] = tu_rect(x + 1, y + 1, x + 4, y + 4);
+        hs[i] = N - 1 - i; /* handles in reverse: parts hold handles from all over */
+    }
+    assert_int_equal(qg_insert_many(idx, boxes, N, hs), QG_OK);
+    assert_int_equal(hs[0], 0);
+    for (int i = 0; i < N; i++)
+        hs[i] = N - 1 - i;
+    tu_snapshot before;
+    memset(&before, 0, sizeof before);
+    tu_snapshot_take(idx, 100, &before);
+    const qg_jobs jobs[] = {{2, run_inline, NULL}, {3, run_inline, NULL}, {8, run_inline, NULL}};
+    for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
+        const qg_jobs *J = &jobs[j];
+        /* Twice within a part, then across the first and last parts. */
+        hs[11] = hs[10];
+        assert_int_equal(qg_move_many(idx, J, hs, to, N), QG_ERR_INVALID);
+        hs[11] = N - 1 - 11;
+        hs[N - 2] = hs[1];
+        assert_int_equal(qg_move_many(idx, J, hs, to, N), QG_ERR_INVALID);
+        hs[N - 2] = N - 1 - (N - 2);
+        /* A bad box early and a dead handle late: the box decides; and the
+         * other way round. */
+        to[100].max_x = NAN;
+        hs[N - 5] = N + 7;
+        assert_int_equal(qg_move_many(idx, J, hs, to, N), QG_ERR_INVALID);
+        to[100] = tu_rect(1, 1, 2, 2);
+        to[N - 5].min_y = INF;
+        hs[N - 5] = N - 1 - (N - 5);
+        hs[200] = -3;
+        assert_int_equal(qg_move_many(idx, J, hs, to, N), QG_ERR_HANDLE);
+        hs[200] = N - 1 - 200;
+        to[N - 5] = tu_rect(2, 2, 3, 3);
+        assert_true(same_snapshot(idx, &before, 100));
+    }
+    /* A good batch on three workers: every box moved. */
+    assert_int_equal(qg_move_many(idx, &jobs[1], hs, to, N), QG_OK);
+    for (int i = 0; i < N; i++) {
+        qg_rect b;
+        assert_int_equal(qg_get(idx, hs[i], &b), QG_OK);
+        assert_true(b.min_x == to[i].min_x && b.max_y == to[i].max_y);
+    }
+    close_index(idx, &a);
+    free(boxes);
+    free(to);
+    free(hs);
+}
+
 static void test_batch_args(void **state)
 {
     (void)state;
@@ -757,6 +824,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_visit),
         cmocka_unit_test(test_bad_jobs),
         cmocka_unit_test(test_batch_args),
+        cmocka_unit_test(test_batch_parts),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_areas),
         cmocka_unit_test(test_rays),
