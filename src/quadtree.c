@@ -1,34 +1,38 @@
 // QG_QUADTREE: the tight quadtree of "Efficient Quadtrees" (seed 003, part 1).
 //
 // - A node is 8 bytes: first_child (a branch's first child, or a leaf's first
-//   element node) and count (-1 for a branch). Only the root box is stored;
+//   element block) and count (-1 for a branch). Only the root box is stored;
 //   child boxes are computed during traversal with shifts on integer
 //   coordinates. Boxes are mapped to integers conservatively (floor, clamped),
 //   and the final overlap test uses the stored float box, so results are exact.
 // - The 4 children of a branch are contiguous and are freed and reclaimed as
 //   one block of 4 through a free list.
 // - An element is stored once (the base's box array); every leaf its box
-//   overlaps holds an element node in a singly-linked index list.
+//   overlaps holds its handle. A leaf's handles lie in a chain of 32-byte
+//   blocks of 7 (a free-listed pool): the head block holds the odd ones,
+//   every later block is full, so a leaf of up to 7 elements is one block.
+//   Adding appends to the head block (a new head when it is full); taking
+//   out moves the head's last handle into the hole and gives an emptied
+//   head back. The order of handles in a leaf means nothing.
 // - Removal leaves empty leaves in place; qg_cleanup collapses a branch whose
-//   4 children are leaves holding at most leaf_capacity element nodes in all
+//   4 children are leaves holding at most leaf_capacity elements in all
 //   (empty ones included), one level per call (deferred cleanup). Merging
 //   the under-full branches, not only the empty ones, is what keeps an aged
 //   tree the size of a fresh one: agents that crowd in split leaves, agents
 //   that spread out leave them split (issue 17: 40% more nodes after 300
 //   frames of `agents`, all walked by every qg_pairs).
-// - Staying fresh (issue 17). What ages is the order of the element nodes:
-//   a fresh tree's lists lie in few cache lines, and nodes freed and reused
-//   in any order scatter a leaf's list over the whole pool, so pairs and
-//   moves miss the cache more every frame (callgrind, agents 100k: 41% fewer
-//   D1 misses in qg_pairs with the lists in order). Two things keep it:
-//   (1) a move unlinks from the leaves it leaves before it links into the
-//   ones it enters, so the free list hands the element its own old node,
-//   which lies among its neighbour leaf's nodes; (2) qg_cleanup re-lays the
-//   pool in tree order (qt_relay: in place, three passes, no scratch, so no
-//   allocation and no extra bytes) once as many nodes were taken or given
-//   since the last re-lay as are live: amortized, and the first cleanup
-//   after a build lays the built tree out too. Element nodes are private:
-//   handles, boxes and answers do not change.
+// - Staying fresh (issue 17). With one element node per handle in a linked
+//   list, what aged was the order of the nodes: freed and reused in any
+//   order, they scattered a leaf's list over the pool, so pairs and moves
+//   walked a chain of dependent cache misses per leaf; keeping them in
+//   order took a re-lay of the whole pool every ~20 frames at 1,000,000,
+//   a frame of hundreds of ms. Blocks keep each leaf's handles together by
+//   construction: reading a leaf is one or two cache misses however the
+//   pool is ordered, so nothing is re-laid, cleanup costs the merge walk
+//   only (no spike) and an aged tree runs as fast as a fresh one. The
+//   blocks of a batch of leaves are requested together in qg_pairs, so
+//   their misses overlap. Blocks are private: handles, boxes and answers
+//   do not change.
 // - Each element remembers one byte: the depth of the deepest leaf it is in.
 //   Leaves no deeper than that are unions of cells of that depth, so a move
 //   whose box covers the same cells of that depth stays in exactly the same
@@ -48,8 +52,8 @@
 //   four comparisons per insert or move: cleanup scans the boxes only when
 //   a sixteenth of the moves since the last scan ended outside the world, or
 //   the population doubled or halved since it. A re-fit rebuilds the tree in
-//   the memory the old one held (every element needs one element node at the
-//   root, and it had at least one), splitting level by level while nodes are
+//   the memory the old one held (the root needs a block per 7 elements, and
+//   the old tree, each element in a leaf, held at least that), splitting level by level while nodes are
 //   there; leaves left over-full are split by the next insert or move, which
 //   may allocate. With element_size given, max_depth follows the new world.
 //   A world is square in world units (cells as wide as tall): its mapping to
@@ -480,9 +484,9 @@ static void qt_resplit(quadtree *qt)
 }
 
 /// Rebuilds the tree over a new world without allocating: every element
-/// starts in the root (one element node each; the old tree held at least as
-/// many), then leaves split level by level while the nodes and element
-/// nodes the old tree held last, so a shortage leaves the whole tree a
+/// starts in the root (a block per 7 elements; the old tree held at least as
+/// many), then leaves split level by level while the nodes and blocks the
+/// old tree held last, so a shortage leaves the whole tree a
 /// little shallow rather than one corner deep and the rest in a pile.
 static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip, bool grow)
 {
@@ -705,7 +709,7 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
 {
     qg_index *index = &qt->base;
     // One walk over the union of old and new boxes, from the deepest node that
-    // holds both: leaves in both keep their element node, so a move is cheaper
+    // holds both: leaves in both keep their entry, so a move is cheaper
     // than remove + insert, and the walk stays in a small subtree.
     const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
                         ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
@@ -728,12 +732,9 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     }
 
     index->boxes[h] = box;
-    // Leaves left first, leaves entered second: the element node a leaf
-    // gives back is the one the free list hands out next, so an element
-    // that crosses into a neighbouring leaf takes its own old node, which
-    // lies among the neighbour's (the pool is in tree order after a
-    // re-lay). Linking first would take whatever node was freed last,
-    // anywhere in the pool, and scatter the lists a little every frame.
+    // Leaves left first, leaves entered second: a head block the old leaf
+    // empties is the one the free list hands out next, so a crossing that
+    // needs a new head block reuses it (the pool holds fewer blocks live).
     qt_iter_start(&it, from);
     while (qt_next_leaf(qt, &it, ob, &c)) {
         if (!qt_ibox_overlaps(qt_cell_box(c), nb))
