@@ -917,13 +917,48 @@ static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rec
 #define QT_BATCH 32
 
 /// Pairs among the k elements of one leaf, given their handles; false when
-/// the callback asked to stop.
+/// the callback asked to stop. With SSE2 each box is tested against 4 others
+/// at once, its coordinates laid out by axis: a leaf of 21 takes 210 tests,
+/// and one by one their branches mispredicted on every overlap (the top
+/// cost of qg_pairs at 1,000,000). The tests are qg_overlaps' (<=, false
+/// for NaN), the pairs are reported in the same order.
 static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, qg_pair_fn *fn,
                            void *user)
 {
     qg_rect r[QT_GATHER];
     for (int i = 0; i < k; ++i)
         r[i] = qt->base.boxes[ids[i]];
+#if defined(__SSE2__)
+    float x0[QT_GATHER + 3], y0[QT_GATHER + 3], x1[QT_GATHER + 3], y1[QT_GATHER + 3];
+    for (int i = 0; i < k; ++i) {
+        x0[i] = r[i].min_x;
+        y0[i] = r[i].min_y;
+        x1[i] = r[i].max_x;
+        y1[i] = r[i].max_y;
+    }
+    for (int i = k; i < k + 3; ++i)
+        x0[i] = y0[i] = x1[i] = y1[i] = 0.0f; // read, then masked off
+    for (int i = 0; i + 1 < k; ++i) {
+        const qg_rect a = r[i];
+        const __m128 ax0 = _mm_set1_ps(a.min_x), ay0 = _mm_set1_ps(a.min_y);
+        const __m128 ax1 = _mm_set1_ps(a.max_x), ay1 = _mm_set1_ps(a.max_y);
+        for (int j = i + 1; j < k; j += 4) {
+            const __m128 ox = _mm_and_ps(_mm_cmple_ps(ax0, _mm_loadu_ps(x1 + j)),
+                                         _mm_cmple_ps(_mm_loadu_ps(x0 + j), ax1));
+            const __m128 oy = _mm_and_ps(_mm_cmple_ps(ay0, _mm_loadu_ps(y1 + j)),
+                                         _mm_cmple_ps(_mm_loadu_ps(y0 + j), ay1));
+            unsigned bits = (unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy));
+            if (k - j < 4)
+                bits &= (1u << (k - j)) - 1;
+            while (bits != 0) {
+                const int l = qt_first_quadrant(bits & (0u - bits));
+                bits &= bits - 1;
+                if (qt_pair_here(qt, c, a, r[j + l]) && !qg_report_pair(fn, user, ids[i], ids[j + l]))
+                    return false;
+            }
+        }
+    }
+#else
     for (int i = 0; i < k; ++i) {
         const qg_rect a = r[i];
         for (int j = i + 1; j < k; ++j) {
@@ -932,6 +967,7 @@ static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, 
                 return false;
         }
     }
+#endif
     return true;
 }
 
