@@ -1,34 +1,38 @@
 // QG_QUADTREE: the tight quadtree of "Efficient Quadtrees" (seed 003, part 1).
 //
 // - A node is 8 bytes: first_child (a branch's first child, or a leaf's first
-//   element node) and count (-1 for a branch). Only the root box is stored;
+//   element block) and count (-1 for a branch). Only the root box is stored;
 //   child boxes are computed during traversal with shifts on integer
 //   coordinates. Boxes are mapped to integers conservatively (floor, clamped),
 //   and the final overlap test uses the stored float box, so results are exact.
 // - The 4 children of a branch are contiguous and are freed and reclaimed as
 //   one block of 4 through a free list.
 // - An element is stored once (the base's box array); every leaf its box
-//   overlaps holds an element node in a singly-linked index list.
+//   overlaps holds its handle. A leaf's handles lie in a chain of 32-byte
+//   blocks of 7 (a free-listed pool): the head block holds the odd ones,
+//   every later block is full, so a leaf of up to 7 elements is one block.
+//   Adding appends to the head block (a new head when it is full); taking
+//   out moves the head's last handle into the hole and gives an emptied
+//   head back. The order of handles in a leaf means nothing.
 // - Removal leaves empty leaves in place; qg_cleanup collapses a branch whose
-//   4 children are leaves holding at most leaf_capacity element nodes in all
+//   4 children are leaves holding at most leaf_capacity elements in all
 //   (empty ones included), one level per call (deferred cleanup). Merging
 //   the under-full branches, not only the empty ones, is what keeps an aged
 //   tree the size of a fresh one: agents that crowd in split leaves, agents
 //   that spread out leave them split (issue 17: 40% more nodes after 300
 //   frames of `agents`, all walked by every qg_pairs).
-// - Staying fresh (issue 17). What ages is the order of the element nodes:
-//   a fresh tree's lists lie in few cache lines, and nodes freed and reused
-//   in any order scatter a leaf's list over the whole pool, so pairs and
-//   moves miss the cache more every frame (callgrind, agents 100k: 41% fewer
-//   D1 misses in qg_pairs with the lists in order). Two things keep it:
-//   (1) a move unlinks from the leaves it leaves before it links into the
-//   ones it enters, so the free list hands the element its own old node,
-//   which lies among its neighbour leaf's nodes; (2) qg_cleanup re-lays the
-//   pool in tree order (qt_relay: in place, three passes, no scratch, so no
-//   allocation and no extra bytes) once as many nodes were taken or given
-//   since the last re-lay as are live: amortized, and the first cleanup
-//   after a build lays the built tree out too. Element nodes are private:
-//   handles, boxes and answers do not change.
+// - Staying fresh (issue 17). With one element node per handle in a linked
+//   list, what aged was the order of the nodes: freed and reused in any
+//   order, they scattered a leaf's list over the pool, so pairs and moves
+//   walked a chain of dependent cache misses per leaf; keeping them in
+//   order took a re-lay of the whole pool every ~20 frames at 1,000,000,
+//   a frame of hundreds of ms. Blocks keep each leaf's handles together by
+//   construction: reading a leaf is one or two cache misses however the
+//   pool is ordered, so nothing is re-laid, cleanup costs the merge walk
+//   only (no spike) and an aged tree runs as fast as a fresh one. The
+//   blocks of a batch of leaves are requested together in qg_pairs, so
+//   their misses overlap. Blocks are private: handles, boxes and answers
+//   do not change.
 // - Each element remembers one byte: the depth of the deepest leaf it is in.
 //   Leaves no deeper than that are unions of cells of that depth, so a move
 //   whose box covers the same cells of that depth stays in exactly the same
@@ -38,7 +42,14 @@
 //   only the subtree of the deepest node holding the old and new boxes.
 // - Pairs walk the leaves in tree order and report a pair only in the leaf
 //   that holds the top-left corner of the two boxes' overlap, so each pair is
-//   reported once without a visited set.
+//   reported once without a visited set. Within a leaf, a box is tested
+//   against 4 others at once (SSE2), so a full leaf of 21 costs few
+//   branches.
+// - Leaves hold 21 elements before they split by default (three full
+//   blocks), not the 8 of the linked-list tree: a leaf that costs a block
+//   or three to read may be larger, and the shallower tree sends fewer
+//   moves down the slow path (agents at 1,000,000 about 40% faster; the
+//   queries no slower).
 // - The configured bounds are a hint. The tree maps its own world box, which
 //   starts as the bounds and is re-fitted in qg_cleanup to the elements when
 //   a sixteenth of them lie outside it (the new world takes in the old one,
@@ -48,8 +59,8 @@
 //   four comparisons per insert or move: cleanup scans the boxes only when
 //   a sixteenth of the moves since the last scan ended outside the world, or
 //   the population doubled or halved since it. A re-fit rebuilds the tree in
-//   the memory the old one held (every element needs one element node at the
-//   root, and it had at least one), splitting level by level while nodes are
+//   the memory the old one held (the root needs a block per 7 elements, and
+//   the old tree, each element in a leaf, held at least that), splitting level by level while nodes are
 //   there; leaves left over-full are split by the next insert or move, which
 //   may allocate. With element_size given, max_depth follows the new world.
 //   A world is square in world units (cells as wide as tall): its mapping to
@@ -74,13 +85,19 @@
 // - qg_insert_many inserts in the Morton order of the boxes' min corners
 //   (one radix sort), so consecutive descents share their nodes in cache:
 //   a bulk build of 1,000,000 boxes takes about three quarters of the time.
-#include "pool.h"
 #include "tree_common.h"
 
 #define QT_BITS QG_TREE_BITS
 #define QT_SIDE QG_TREE_SIDE
 #define QT_DEFAULT_DEPTH 8
-#define QT_DEFAULT_LEAF_CAPACITY 8
+/// Three full blocks of 7 handles. With a leaf's handles in one or a few
+/// blocks, a larger leaf costs little to read, and a shallower tree with
+/// larger cells sends fewer moves down the slow path (a descent whose last
+/// levels miss the cache, then a block read per leaf left or entered).
+/// Measured against 8 (the linked-list tree's value): agents 1,000,000
+/// 99 -> 61 ms, 100,000 6.4 -> 5.0 ms; static, rays, knn and level as fast or
+/// faster at both sizes (issue 17).
+#define QT_DEFAULT_LEAF_CAPACITY (3 * QT_SLOTS)
 /// A leaf's elements are gathered into arrays of this size on the C stack
 /// for the pair loop; larger leaves (only possible at max depth) are walked
 /// in place.
@@ -88,10 +105,33 @@
 #define QT_STACK QG_TREE_STACK
 
 typedef struct qt_node {
-    int32_t first_child; ///< branch: first of 4 children; leaf: first element node
-    int32_t count;       ///< leaf: element nodes in it; branch: -1
+    int32_t first_child; ///< branch: first of 4 children; leaf: first block of its elements, -1 if none
+    int32_t count;       ///< leaf: elements in it; branch: -1
 } qt_node;
 _Static_assert(sizeof(qt_node) == 8, "a quadtree node is 8 bytes");
+
+/// Handles per element block.
+#define QT_SLOTS 7
+
+/// A leaf's elements lie in a chain of blocks of QT_SLOTS handles: the first
+/// (head) block holds qt_head_fill(count) of them, every later one is full.
+/// A leaf of up to 7 elements is one 32-byte block, so reading its list is
+/// one cache miss instead of a chain of dependent ones, and it stays so
+/// however the pool ages (no re-lay needed).
+typedef struct qt_block {
+    int32_t next;              ///< next block of the leaf (-1 ends it); free: next free block
+    qg_handle h[QT_SLOTS];
+} qt_block;
+_Static_assert(sizeof(qt_block) == 32, "an element block is 32 bytes");
+
+/// A free-listed array of element blocks.
+typedef struct qt_blocks {
+    qt_block *data;
+    int32_t capacity;
+    int32_t high;      ///< blocks ever used: [0, high)
+    int32_t free_head; ///< first free block below high, -1 if none
+    int32_t live;      ///< blocks in use
+} qt_blocks;
 
 typedef qg_tree_ibox qt_ibox;
 typedef qg_tree_cell qt_cell;
@@ -103,17 +143,69 @@ typedef struct quadtree {
     int32_t node_high;  ///< nodes ever used: [0, node_high)
     int32_t free_block; ///< first node of the first free block of 4, -1 if none
     int32_t free_blocks;
-    qg_enode_pool enodes;
+    qt_blocks blocks;
     uint8_t *depths; ///< per element: depth of the deepest leaf it is in, or more
     int32_t depth_capacity;
     qg_tree_world world;
     int32_t max_depth, leaf_capacity;
     int32_t depth_cap; ///< a re-fit's max_depth: the configured one if the user chose it, else QT_BITS
     bool resplit;    ///< a re-fit left over-full leaves: the next insert or move splits them
-    /// Element nodes taken or given by inserts, moves and removes since the
-    /// last re-lay: how far the pool's order has drifted from tree order.
-    int64_t churn;
 } quadtree;
+
+/// Handles in the head block of a leaf holding `count` elements (0 for none).
+static inline int32_t qt_head_fill(int32_t count)
+{
+    return count > 0 ? (count - 1) % QT_SLOTS + 1 : 0;
+}
+
+/// Blocks a leaf of `count` elements holds.
+static inline int64_t qt_blocks_for(int64_t count)
+{
+    return (count + QT_SLOTS - 1) / QT_SLOTS;
+}
+
+static inline void qt_blocks_reset(qt_blocks *p)
+{
+    p->high = 0;
+    p->free_head = -1;
+    p->live = 0;
+}
+
+/// Makes sure `extra` blocks can be taken without allocating.
+static inline bool qt_blocks_reserve(qg_txn *txn, qt_blocks *p, int64_t extra)
+{
+    if (extra <= (int64_t)p->capacity - p->live)
+        return true;
+    const int64_t spare = (int64_t)p->high - p->live; // free-listed blocks
+    return qg_txn_reserve(txn, (void **)&p->data, &p->capacity, sizeof(qt_block), (int64_t)p->high + (extra - spare));
+}
+
+/// Takes a block; the caller reserved it first.
+static inline int32_t qt_block_take(qt_blocks *p)
+{
+    int32_t i;
+    if (p->free_head >= 0) {
+        i = p->free_head;
+        p->free_head = p->data[i].next;
+    } else {
+        i = p->high++;
+    }
+    p->live++;
+    return i;
+}
+
+/// Gives a block back to the free list.
+static inline void qt_block_give(qt_blocks *p, int32_t i)
+{
+    p->data[i].next = p->free_head;
+    p->free_head = i;
+    p->live--;
+}
+
+/// Iterates the handles of leaf node `n`: block `b_`, `fill_` handles in it.
+#define QT_FOR_BLOCKS(qt, n, b_, fill_)                                                                  \
+    for (int32_t b_ = (n).first_child, fill_ = qt_head_fill((n).count); b_ >= 0;                       \
+         b_ = (qt)->blocks.data[b_].next, fill_ = QT_SLOTS)
 
 static inline qt_ibox qt_map_box(const quadtree *qt, qg_rect r)
 {
@@ -234,28 +326,40 @@ static inline int64_t qt_leaf_bound(const quadtree *qt, qt_ibox b)
     return (int64_t)((b.x1 >> shift) - (b.x0 >> shift) + 1) * ((b.y1 >> shift) - (b.y0 >> shift) + 1);
 }
 
-static void qt_link(quadtree *qt, int32_t node, qg_handle h)
+/// Adds h to leaf `node`: into its head block, or a new head block when that
+/// one is full (the caller reserved it).
+static inline void qt_link(quadtree *qt, int32_t node, qg_handle h)
 {
-    qt->churn++;
     qt_node *n = &qt->nodes[node];
-    n->first_child = qg_enode_take(&qt->enodes, h, n->first_child);
+    const int32_t fill = n->count % QT_SLOTS;
+    if (fill == 0) {
+        const int32_t b = qt_block_take(&qt->blocks);
+        qt->blocks.data[b].next = n->first_child;
+        n->first_child = b;
+    }
+    qt->blocks.data[n->first_child].h[fill] = h;
     n->count++;
 }
 
+/// Takes h out of leaf `node`: the head block's last handle fills its slot,
+/// and an emptied head block goes back to the pool.
 static void qt_unlink(quadtree *qt, int32_t node, qg_handle h)
 {
     qt_node *n = &qt->nodes[node];
-    int32_t *link = &n->first_child;
-    while (*link >= 0) {
-        const int32_t e = *link;
-        if (qt->enodes.data[e].element == h) {
-            qt->churn++;
-            *link = qt->enodes.data[e].next;
-            qg_enode_give(&qt->enodes, e);
-            n->count--;
-            return;
+    qt_block *const data = qt->blocks.data;
+    const int32_t head = n->first_child, last = qt_head_fill(n->count) - 1;
+    QT_FOR_BLOCKS(qt, *n, b, fill) {
+        for (int32_t i = 0; i < fill; ++i) {
+            if (data[b].h[i] == h) {
+                data[b].h[i] = data[head].h[last];
+                n->count--;
+                if (last == 0) {
+                    n->first_child = data[head].next;
+                    qt_block_give(&qt->blocks, head);
+                }
+                return;
+            }
         }
-        link = &qt->enodes.data[e].next;
     }
 }
 
@@ -277,29 +381,39 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
     // down to max depth.
     const qt_ibox cell = qt_cell_box(c);
     int32_t partial = 0;
-    int64_t need = 0;
-    for (int32_t e = n->first_child; e >= 0; e = qt->enodes.data[e].next) {
-        const qt_ibox b = qt_map_box(qt, qt->base.boxes[qt->enodes.data[e].element]);
-        if (!(b.x0 <= cell.x0 && b.y0 <= cell.y0 && b.x1 >= cell.x1 && b.y1 >= cell.y1))
-            partial++;
-        need += qt_popcount4(qg_tree_child_mask(c, b));
+    int64_t per_child[4] = {0, 0, 0, 0};
+    QT_FOR_BLOCKS(qt, *n, b, fill) {
+        for (int32_t i = 0; i < fill; ++i) {
+            const qt_ibox e = qt_map_box(qt, qt->base.boxes[qt->blocks.data[b].h[i]]);
+            if (!(e.x0 <= cell.x0 && e.y0 <= cell.y0 && e.x1 >= cell.x1 && e.y1 >= cell.y1))
+                partial++;
+            const unsigned mask = qg_tree_child_mask(c, e);
+            for (int k = 0; k < 4; ++k)
+                per_child[k] += mask >> k & 1;
+        }
     }
     if (partial <= qt->leaf_capacity)
         return 0;
+    // The leaf's blocks go back one by one (head first, so every later one is
+    // full) before their handles are linked into the children, so the pool
+    // peaks at most 3 blocks above the end's count (each child's partly
+    // filled head block): this bound is what must be spare.
+    const int64_t held = qt_blocks_for(n->count);
+    int64_t need = 3 - held;
+    for (int k = 0; k < 4; ++k)
+        need += qt_blocks_for(per_child[k]);
 
     if (grow) {
         qg_txn txn;
         qg_txn_begin(&txn, &qt->base.alloc);
         if ((qt->free_block < 0 && !qg_txn_reserve(&txn, (void **)&qt->nodes, &qt->node_capacity,
                                                    sizeof(qt_node), (int64_t)qt->node_high + 4)) ||
-            !qg_enode_reserve(&txn, &qt->enodes, need)) {
+            !qt_blocks_reserve(&txn, &qt->blocks, need)) {
             qg_txn_rollback(&txn);
             return -1;
         }
     } else if ((qt->free_block < 0 && qt->node_high + 4 > qt->node_capacity) ||
-               need - n->count > (int64_t)qt->enodes.capacity - qt->enodes.live) {
-        // Exact here: each element gives its node back before it takes its
-        // 1-4 new ones, so the pool peaks at the end, `need - count` higher.
+               need > (int64_t)qt->blocks.capacity - qt->blocks.live) {
         return -1;
     }
     n = &qt->nodes[c.node]; // the array may have moved
@@ -314,22 +428,28 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
     }
     for (int i = 0; i < 4; ++i)
         qt->nodes[fc + i] = (qt_node){-1, 0};
-    int32_t e = n->first_child;
-    while (e >= 0) {
-        const int32_t next = qt->enodes.data[e].next;
-        const qg_handle h = qt->enodes.data[e].element;
-        qg_enode_give(&qt->enodes, e);
-        const unsigned mask = qg_tree_child_mask(c, qt_map_box(qt, qt->base.boxes[h]));
-        for (int i = 0; i < 4; ++i) {
-            if (mask >> i & 1)
-                qt_link(qt, fc + i, h);
-        }
-        if (qt->depths[h] < c.depth + 1)
-            qt->depths[h] = (uint8_t)(c.depth + 1);
-        e = next;
-    }
+    int32_t b = n->first_child, fill = qt_head_fill(n->count);
     n->first_child = fc;
     n->count = -1;
+    while (b >= 0) {
+        qg_handle ids[QT_SLOTS];
+        for (int32_t i = 0; i < fill; ++i)
+            ids[i] = qt->blocks.data[b].h[i];
+        const int32_t next = qt->blocks.data[b].next;
+        qt_block_give(&qt->blocks, b);
+        for (int32_t i = 0; i < fill; ++i) {
+            const qg_handle h = ids[i];
+            const unsigned mask = qg_tree_child_mask(c, qt_map_box(qt, qt->base.boxes[h]));
+            for (int k = 0; k < 4; ++k) {
+                if (mask >> k & 1)
+                    qt_link(qt, fc + k, h);
+            }
+            if (qt->depths[h] < c.depth + 1)
+                qt->depths[h] = (uint8_t)(c.depth + 1);
+        }
+        b = next;
+        fill = QT_SLOTS;
+    }
     return 1;
 }
 
@@ -377,9 +497,9 @@ static void qt_resplit(quadtree *qt)
 }
 
 /// Rebuilds the tree over a new world without allocating: every element
-/// starts in the root (one element node each; the old tree held at least as
-/// many), then leaves split level by level while the nodes and element
-/// nodes the old tree held last, so a shortage leaves the whole tree a
+/// starts in the root (a block per 7 elements; the old tree held at least as
+/// many), then leaves split level by level while the nodes and blocks the
+/// old tree held last, so a shortage leaves the whole tree a
 /// little shallow rather than one corner deep and the rest in a pile.
 static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip, bool grow)
 {
@@ -390,7 +510,7 @@ static void qt_rebuild(quadtree *qt, qg_rect world, double size, qg_handle skip,
     qt->node_high = 1;
     qt->free_block = -1;
     qt->free_blocks = 0;
-    qg_enode_pool_reset(&qt->enodes);
+    qt_blocks_reset(&qt->blocks);
     for (qg_handle h = ix->box_high - 1; h >= 0; --h) {
         if (qg_slot_live(ix, h) && h != skip) {
             qt_link(qt, 0, h);
@@ -413,8 +533,8 @@ static bool qt_refit(quadtree *qt, qg_handle skip, bool grow, int64_t n)
         return false;
     qg_rect world;
     double size;
-    // The rebuild needs an element node per element in the root.
-    if (!qg_tree_fit(&qt->world, &qt->base, skip, true, &world, &size) || qt->enodes.capacity < n)
+    // The rebuild needs the blocks of all elements in the root.
+    if (!qg_tree_fit(&qt->world, &qt->base, skip, true, &world, &size) || qt->blocks.capacity < qt_blocks_for(n))
         return false;
     qt_rebuild(qt, world, size, skip, grow);
     return true;
@@ -442,7 +562,7 @@ static qg_status quadtree_init(qg_index *index)
     qt->depth_cap = config->max_depth == chosen ? QT_BITS : config->max_depth;
     qt->leaf_capacity = index->config.leaf_capacity;
     qt->free_block = -1;
-    qg_enode_pool_reset(&qt->enodes);
+    qt_blocks_reset(&qt->blocks);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     if (!qg_txn_reserve(&txn, (void **)&qt->nodes, &qt->node_capacity, sizeof(qt_node), 1))
@@ -456,7 +576,7 @@ static void quadtree_destroy(qg_index *index)
 {
     quadtree *qt = (quadtree *)index;
     qg_array_free(&index->alloc, (void **)&qt->nodes, &qt->node_capacity, sizeof(qt_node));
-    qg_array_free(&index->alloc, (void **)&qt->enodes.data, &qt->enodes.capacity, sizeof(qg_enode));
+    qg_array_free(&index->alloc, (void **)&qt->blocks.data, &qt->blocks.capacity, sizeof(qt_block));
     qg_array_free(&index->alloc, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t));
 }
 
@@ -487,7 +607,7 @@ static qg_status qt_insert_one(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect b
     while (qt_next_leaf(qt, &it, b, &c))
         leaves++;
     if (!qg_txn_reserve(txn, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), (int64_t)h + 1) ||
-        !qg_enode_reserve(txn, &qt->enodes, leaves))
+        !qt_blocks_reserve(txn, &qt->blocks, leaves))
         return QG_ERR_NOMEM;
 
     bool overfull = false;
@@ -602,16 +722,17 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
 {
     qg_index *index = &qt->base;
     // One walk over the union of old and new boxes, from the deepest node that
-    // holds both: leaves in both keep their element node, so a move is cheaper
+    // holds both: leaves in both keep their entry, so a move is cheaper
     // than remove + insert, and the walk stays in a small subtree.
     const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
                         ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
     const qt_cell from = qt_descend(qt, qt_root, ub);
     qt_iter it;
     qt_cell c;
-    // Grow first. Counting the leaves gained needs a walk; skip it when the
-    // spare element nodes already cover the most the new box could need.
-    const int64_t spare = (int64_t)qt->enodes.capacity - qt->enodes.live;
+    // Grow first (a leaf entered takes at most one block). Counting the
+    // leaves gained needs a walk; skip it when the spare blocks already
+    // cover the most the new box could need.
+    const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
     if (spare < qt_leaf_bound(qt, nb)) {
         int64_t gained = 0;
         qt_iter_start(&it, from);
@@ -619,17 +740,14 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
             const qt_ibox cb = qt_cell_box(c);
             gained += qt_ibox_overlaps(cb, nb) && !qt_ibox_overlaps(cb, ob);
         }
-        if (!qg_enode_reserve(txn, &qt->enodes, gained))
+        if (!qt_blocks_reserve(txn, &qt->blocks, gained))
             return QG_ERR_NOMEM;
     }
 
     index->boxes[h] = box;
-    // Leaves left first, leaves entered second: the element node a leaf
-    // gives back is the one the free list hands out next, so an element
-    // that crosses into a neighbouring leaf takes its own old node, which
-    // lies among the neighbour's (the pool is in tree order after a
-    // re-lay). Linking first would take whatever node was freed last,
-    // anywhere in the pool, and scatter the lists a little every frame.
+    // Leaves left first, leaves entered second: a head block the old leaf
+    // empties is the one the free list hands out next, so a crossing that
+    // needs a new head block reuses it (the pool holds fewer blocks live).
     qt_iter_start(&it, from);
     while (qt_next_leaf(qt, &it, ob, &c)) {
         if (!qt_ibox_overlaps(qt_cell_box(c), nb))
@@ -669,64 +787,6 @@ static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rec
     return QG_OK;
 }
 
-/// Re-lays the element nodes in tree order, in place and without scratch
-/// memory: the leaves' lists, walked in the order qg_pairs walks them, end
-/// up as consecutive runs at the start of the pool, so a leaf's list is one
-/// or two cache lines and the next leaf's list follows it. Three passes:
-/// (1) walk the leaves and write into each element node's `next` the slot
-/// it is going to (the list order is then held by the slots themselves);
-/// (2) move every node to its slot by following cycles (each swap puts one
-/// node home, free slots hold element -1 and only make room); (3) relink
-/// each leaf's run. Afterwards the pool has no free slots below `high`.
-static void qt_relay(quadtree *qt)
-{
-    qg_enode *en = qt->enodes.data;
-    const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
-    qt_iter it;
-    qt_cell c;
-    int32_t pos = 0;
-    qt_iter_start(&it, qt_root);
-    while (qt_next_leaf(qt, &it, all, &c)) {
-        qt_node *n = &qt->nodes[c.node];
-        int32_t e = n->first_child;
-        if (e >= 0)
-            n->first_child = pos;
-        while (e >= 0) {
-            const int32_t next = en[e].next;
-            en[e].next = pos++;
-            e = next;
-        }
-    }
-    for (int32_t i = 0; i < qt->enodes.high; ++i) {
-        while (en[i].element >= 0 && en[i].next != i) {
-            const int32_t t = en[i].next;
-            const qg_enode tmp = en[t];
-            en[t] = en[i];
-            en[i] = tmp;
-        }
-    }
-    qt_iter_start(&it, qt_root);
-    while (qt_next_leaf(qt, &it, all, &c)) {
-        const qt_node n = qt->nodes[c.node];
-        for (int32_t i = 0; i < n.count; ++i)
-            en[n.first_child + i].next = i + 1 < n.count ? n.first_child + i + 1 : -1;
-    }
-    qt->enodes.high = pos;
-    qt->enodes.free_head = -1;
-    qt->churn = 0;
-}
-
-/// Re-lays the element nodes in qg_cleanup once inserts, moves, removes,
-/// splits and merges have taken or given back as many of them as are live
-/// since the last re-lay (the first cleanup after a build included). A
-/// re-lay costs about one qg_pairs walk plus a pass of swaps, so this is
-/// one every ~7 frames of `agents` at 100,000 and ~20 at 1,000,000.
-static void qt_maybe_relay(quadtree *qt)
-{
-    if (qt->churn > (int64_t)qt->enodes.live)
-        qt_relay(qt);
-}
-
 /// Index (0-3) of the lowest set bit of a non-zero 4-bit mask.
 static inline int qt_first_quadrant(unsigned m)
 {
@@ -734,45 +794,44 @@ static inline int qt_first_quadrant(unsigned m)
 }
 
 /// Turns branch c (first child fc, 4 leaves) back into one leaf: each
-/// element keeps the element node of the first child it was in, the others
-/// go back to the pool (no allocation: the leaf needs fewer nodes than its
-/// children held), and the block of 4 goes on the free list. Elements'
-/// depths are left as they were: a depth may exceed the deepest leaf, which
-/// only sends a few more moves down the slow path.
+/// element is kept from the first child it was in. Each child block goes
+/// back to the pool before its kept handles are linked into the leaf, which
+/// never holds more blocks than were given back, so no allocation. The
+/// block of 4 nodes goes on the free list. Elements' depths are left as
+/// they were: a depth may exceed the deepest leaf, which only sends a few
+/// more moves down the slow path.
 static void qt_merge(quadtree *qt, qt_cell c, int32_t fc)
 {
-    qg_enode *en = qt->enodes.data;
-    int32_t head = -1, count = 0;
-    for (int i = 0; i < 4; ++i) {
-        int32_t e = qt->nodes[fc + i].first_child;
-        while (e >= 0) {
-            const int32_t next = en[e].next;
-            const qt_ibox b = qt_map_box(qt, qt->base.boxes[en[e].element]);
-            if (qt_first_quadrant(qg_tree_child_mask(c, b)) == i) {
-                en[e].next = head;
-                head = e;
-                count++;
-            } else {
-                qg_enode_give(&qt->enodes, e);
-                qt->churn++;
+    qt->nodes[c.node] = (qt_node){-1, 0};
+    for (int k = 0; k < 4; ++k) {
+        const qt_node child = qt->nodes[fc + k];
+        int32_t b = child.first_child, fill = qt_head_fill(child.count);
+        while (b >= 0) {
+            qg_handle ids[QT_SLOTS];
+            for (int32_t i = 0; i < fill; ++i)
+                ids[i] = qt->blocks.data[b].h[i];
+            const int32_t next = qt->blocks.data[b].next;
+            qt_block_give(&qt->blocks, b);
+            for (int32_t i = 0; i < fill; ++i) {
+                const qt_ibox e = qt_map_box(qt, qt->base.boxes[ids[i]]);
+                if (qt_first_quadrant(qg_tree_child_mask(c, e)) == k)
+                    qt_link(qt, c.node, ids[i]);
             }
-            e = next;
+            b = next;
+            fill = QT_SLOTS;
         }
     }
     qt->nodes[fc].first_child = qt->free_block;
     qt->nodes[fc].count = 0;
     qt->free_block = fc;
     qt->free_blocks++;
-    qt->nodes[c.node] = (qt_node){head, count};
 }
 
 static void quadtree_cleanup(qg_index *index)
 {
     quadtree *qt = (quadtree *)index;
-    if (qt_refit(qt, -1, false, index->count)) {
-        qt_maybe_relay(qt);
+    if (qt_refit(qt, -1, false, index->count))
         return; // a fresh tree: nothing to collapse
-    }
     // A branch whose 4 children are leaves that would not split again as
     // one becomes that leaf (empty children are the common case after
     // removals; few elements after agents moved apart). A branch pushed
@@ -802,7 +861,6 @@ static void quadtree_cleanup(qg_index *index)
         if (leaves == 4 && total <= qt->leaf_capacity)
             qt_merge(qt, c, fc);
     }
-    qt_maybe_relay(qt);
 }
 
 static void quadtree_clear(qg_index *index)
@@ -812,8 +870,7 @@ static void quadtree_clear(qg_index *index)
     qt->node_high = 1;
     qt->free_block = -1;
     qt->free_blocks = 0;
-    qg_enode_pool_reset(&qt->enodes);
-    qt->churn = 0;
+    qt_blocks_reset(&qt->blocks);
     // Back to the configured world: the next elements may be anywhere.
     qg_tree_world_reset(&qt->world, index->config.bounds, QT_SIDE);
     qt->max_depth = index->config.max_depth;
@@ -830,17 +887,20 @@ static void quadtree_query(const qg_index *index, qg_rect area, qg_query_fn *fn,
     qt_iter_start(&it, qt_root);
     while (qt_next_leaf(qt, &it, qb, &c)) {
         stats->nodes_visited++;
-        stats->elements_tested += qt->nodes[c.node].count;
-        for (int32_t e = qt->nodes[c.node].first_child; e >= 0; e = qt->enodes.data[e].next) {
-            const qg_handle h = qt->enodes.data[e].element;
-            const qg_rect r = index->boxes[h];
-            if (!qg_overlaps(r, area))
-                continue;
-            // Report in the one leaf holding the top-left corner of the overlap.
-            const float px = r.min_x > area.min_x ? r.min_x : area.min_x;
-            const float py = r.min_y > area.min_y ? r.min_y : area.min_y;
-            if (qt_corner_here(qt, c, px, py) && !fn(h, user))
-                return;
+        const qt_node n = qt->nodes[c.node];
+        stats->elements_tested += n.count;
+        QT_FOR_BLOCKS(qt, n, b, fill) {
+            for (int32_t i = 0; i < fill; ++i) {
+                const qg_handle h = qt->blocks.data[b].h[i];
+                const qg_rect r = index->boxes[h];
+                if (!qg_overlaps(r, area))
+                    continue;
+                // Report in the one leaf holding the top-left corner of the overlap.
+                const float px = r.min_x > area.min_x ? r.min_x : area.min_x;
+                const float py = r.min_y > area.min_y ? r.min_y : area.min_y;
+                if (qt_corner_here(qt, c, px, py) && !fn(h, user))
+                    return;
+            }
         }
     }
 }
@@ -864,13 +924,48 @@ static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rec
 #define QT_BATCH 32
 
 /// Pairs among the k elements of one leaf, given their handles; false when
-/// the callback asked to stop.
+/// the callback asked to stop. With SSE2 each box is tested against 4 others
+/// at once, its coordinates laid out by axis: a leaf of 21 takes 210 tests,
+/// and one by one their branches mispredicted on every overlap (the top
+/// cost of qg_pairs at 1,000,000). The tests are qg_overlaps' (<=, false
+/// for NaN), the pairs are reported in the same order.
 static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, qg_pair_fn *fn,
                            void *user)
 {
     qg_rect r[QT_GATHER];
     for (int i = 0; i < k; ++i)
         r[i] = qt->base.boxes[ids[i]];
+#if defined(__SSE2__)
+    float x0[QT_GATHER + 3], y0[QT_GATHER + 3], x1[QT_GATHER + 3], y1[QT_GATHER + 3];
+    for (int i = 0; i < k; ++i) {
+        x0[i] = r[i].min_x;
+        y0[i] = r[i].min_y;
+        x1[i] = r[i].max_x;
+        y1[i] = r[i].max_y;
+    }
+    for (int i = k; i < k + 3; ++i)
+        x0[i] = y0[i] = x1[i] = y1[i] = 0.0f; // read, then masked off
+    for (int i = 0; i + 1 < k; ++i) {
+        const qg_rect a = r[i];
+        const __m128 ax0 = _mm_set1_ps(a.min_x), ay0 = _mm_set1_ps(a.min_y);
+        const __m128 ax1 = _mm_set1_ps(a.max_x), ay1 = _mm_set1_ps(a.max_y);
+        for (int j = i + 1; j < k; j += 4) {
+            const __m128 ox = _mm_and_ps(_mm_cmple_ps(ax0, _mm_loadu_ps(x1 + j)),
+                                         _mm_cmple_ps(_mm_loadu_ps(x0 + j), ax1));
+            const __m128 oy = _mm_and_ps(_mm_cmple_ps(ay0, _mm_loadu_ps(y1 + j)),
+                                         _mm_cmple_ps(_mm_loadu_ps(y0 + j), ay1));
+            unsigned bits = (unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy));
+            if (k - j < 4)
+                bits &= (1u << (k - j)) - 1;
+            while (bits != 0) {
+                const int l = qt_first_quadrant(bits & (0u - bits));
+                bits &= bits - 1;
+                if (qt_pair_here(qt, c, a, r[j + l]) && !qg_report_pair(fn, user, ids[i], ids[j + l]))
+                    return false;
+            }
+        }
+    }
+#else
     for (int i = 0; i < k; ++i) {
         const qg_rect a = r[i];
         for (int j = i + 1; j < k; ++j) {
@@ -879,57 +974,68 @@ static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, 
                 return false;
         }
     }
+#endif
     return true;
 }
 
 /// Pairs in a leaf too big to gather (only possible at max depth), walked in
-/// place.
+/// place: each handle against the rest of its block and the blocks after it.
 static bool qt_pairs_big_leaf(const quadtree *qt, qt_cell c, qg_pair_fn *fn, void *user)
 {
-    const qg_enode *en = qt->enodes.data;
+    const qt_block *bl = qt->blocks.data;
     const qg_rect *boxes = qt->base.boxes;
-    for (int32_t e = qt->nodes[c.node].first_child; e >= 0; e = en[e].next) {
-        const qg_handle ha = en[e].element;
-        const qg_rect a = boxes[ha];
-        for (int32_t f = en[e].next; f >= 0; f = en[f].next) {
-            const qg_handle hb = en[f].element;
-            if (qg_overlaps(a, boxes[hb]) && qt_pair_here(qt, c, a, boxes[hb]) &&
-                !qg_report_pair(fn, user, ha, hb))
-                return false;
+    const qt_node n = qt->nodes[c.node];
+    QT_FOR_BLOCKS(qt, n, b, fill) {
+        for (int32_t i = 0; i < fill; ++i) {
+            const qg_handle ha = bl[b].h[i];
+            const qg_rect a = boxes[ha];
+            for (int32_t d = b, j = i + 1, dfill = fill; d >= 0; d = bl[d].next, j = 0, dfill = QT_SLOTS) {
+                for (; j < dfill; ++j) {
+                    const qg_handle hb = bl[d].h[j];
+                    if (qg_overlaps(a, boxes[hb]) && qt_pair_here(qt, c, a, boxes[hb]) &&
+                        !qg_report_pair(fn, user, ha, hb))
+                        return false;
+                }
+            }
         }
     }
     return true;
 }
 
-/// Walks the element lists of a batch of leaves side by side, one link of
-/// each per round, prefetching each element's box. A leaf's list is a chain
-/// of dependent loads; walking many chains at once lets their cache misses
-/// overlap instead of queueing one behind the other.
+/// Copies the handles of a batch of leaves out of their blocks, prefetching
+/// each element's box. All head blocks are requested before the first is
+/// read and a leaf's next block as soon as its link is known, one block of
+/// each leaf per round, so the blocks' cache misses overlap.
 static void qt_gather_batch(const quadtree *qt, const qt_cell *leaf, int n, qg_handle *ids, int *start)
 {
-    const qg_enode *en = qt->enodes.data;
-    int32_t cursor[QT_BATCH];
+    const qt_block *bl = qt->blocks.data;
+    int32_t cursor[QT_BATCH], take[QT_BATCH];
     int fill[QT_BATCH];
     start[0] = 0;
     for (int i = 0; i < n; ++i) {
         const qt_node node = qt->nodes[leaf[i].node];
         cursor[i] = node.first_child;
+        take[i] = qt_head_fill(node.count);
         fill[i] = start[i];
         start[i + 1] = start[i] + node.count;
-        QT_PREFETCH(&en[cursor[i]]);
+        QT_PREFETCH(&bl[cursor[i]]);
     }
     for (bool active = true; active;) {
         active = false;
         for (int i = 0; i < n; ++i) {
-            const int32_t e = cursor[i];
-            if (e < 0)
+            const int32_t b = cursor[i];
+            if (b < 0)
                 continue;
-            const qg_handle h = en[e].element;
-            QT_PREFETCH(&qt->base.boxes[h]);
-            ids[fill[i]++] = h;
-            cursor[i] = en[e].next;
-            if (cursor[i] >= 0)
-                QT_PREFETCH(&en[cursor[i]]);
+            const int32_t next = bl[b].next;
+            if (next >= 0)
+                QT_PREFETCH(&bl[next]);
+            for (int32_t j = 0; j < take[i]; ++j) {
+                const qg_handle h = bl[b].h[j];
+                QT_PREFETCH(&qt->base.boxes[h]);
+                ids[fill[i]++] = h;
+            }
+            cursor[i] = next;
+            take[i] = QT_SLOTS;
             active = true;
         }
     }
@@ -1013,56 +1119,83 @@ static void quadtree_visit(const qg_index *index, qg_visit_fn *fn, void *user)
     qg_tree_walk(index, qt_children, qt_user_visit, &v);
 }
 
-/// Checks one leaf: its list's length and that every element in it is live,
-/// overlaps it, and is there once. (k->elements counts element nodes.)
+/// What the walk of qg_validate gathers: the shared checks and the blocks met.
+typedef struct qt_check {
+    qg_tree_check k; ///< first, so the shared node checks can take this as theirs
+    int64_t blocks;
+} qt_check;
+
+/// Checks one leaf: its blocks (in range, the head's fill and every later one
+/// full add up to its count) and that every element in it is live, overlaps
+/// it, and is there once. (k->elements counts the leaves' entries.)
 static void qt_check_visit(const void *tree, qt_cell c, int32_t children, void *ctx)
 {
     const quadtree *qt = tree;
-    qg_tree_check *k = ctx;
+    qt_check *q = ctx;
+    qg_tree_check *k = &q->k;
     if (!qg_tree_check_node(k, c, children, qt->node_high, qt->max_depth) || children >= 0)
         return;
     const qt_node n = qt->nodes[c.node];
+    if (n.count < 0 || (n.count == 0) != (n.first_child < 0)) {
+        k->ok = false;
+        return;
+    }
     int32_t len = 0;
+    int64_t blocks = 0;
     qg_handle seen[QT_GATHER];
     const qt_ibox cell = qt_cell_box(c);
-    for (int32_t e = n.first_child; e >= 0 && len <= n.count; e = qt->enodes.data[e].next) {
-        if (e >= qt->enodes.high) {
+    for (int32_t b = n.first_child, fill = qt_head_fill(n.count); b >= 0 && len <= n.count;
+         b = qt->blocks.data[b].next, fill = QT_SLOTS) {
+        if (b >= qt->blocks.high || blocks > qt_blocks_for(n.count)) {
             k->ok = false;
             return;
         }
-        const qg_handle h = qt->enodes.data[e].element;
-        if (!qg_slot_live(&qt->base, h) || !qt_ibox_overlaps(cell, qt_map_box(qt, qt->base.boxes[h]))) {
-            k->ok = false;
-            return;
+        blocks++;
+        for (int32_t i = 0; i < fill; ++i) {
+            const qg_handle h = qt->blocks.data[b].h[i];
+            if (!qg_slot_live(&qt->base, h) || !qt_ibox_overlaps(cell, qt_map_box(qt, qt->base.boxes[h]))) {
+                k->ok = false;
+                return;
+            }
+            if (n.count <= QT_GATHER) {
+                for (int32_t j = 0; j < len; ++j)
+                    if (seen[j] == h)
+                        k->ok = false; // twice in one leaf
+                if (len < QT_GATHER)
+                    seen[len] = h;
+            }
+            len++;
         }
-        if (n.count <= QT_GATHER) {
-            for (int32_t i = 0; i < len; ++i)
-                if (seen[i] == h)
-                    k->ok = false; // twice in one leaf
-            if (len < QT_GATHER)
-                seen[len] = h;
-        }
-        len++;
     }
-    if (len != n.count)
+    if (len != n.count || blocks != qt_blocks_for(n.count))
         k->ok = false;
     k->elements += len;
+    q->blocks += blocks;
+}
+
+/// Counts the free blocks (for validation): should equal high - live.
+static int64_t qt_free_count(const qt_blocks *p)
+{
+    int64_t n = 0;
+    for (int32_t i = p->free_head; i >= 0 && i < p->high && n <= p->high; i = p->data[i].next)
+        n++;
+    return n;
 }
 
 static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
 {
     const quadtree *qt = (const quadtree *)index;
-    if (!qg_tree_high_ok(qt->node_high, qt->node_capacity))
+    if (!qg_tree_high_ok(qt->node_high, qt->node_capacity) || qt->blocks.high > qt->blocks.capacity)
         return QG_ERR_INVALID;
-    qg_tree_check k = {true, 0, 0};
-    qg_tree_walk(qt, qt_children, qt_check_visit, &k);
-    if (!k.ok || !qg_tree_blocks_ok(qt->nodes, sizeof(qt_node), offsetof(qt_node, first_child), qt->free_block,
-                                    qt->free_blocks, qt->node_high, k.branches))
+    qt_check q = {{true, 0, 0}, 0};
+    qg_tree_walk(qt, qt_children, qt_check_visit, &q);
+    if (!q.k.ok || !qg_tree_blocks_ok(qt->nodes, sizeof(qt_node), offsetof(qt_node, first_child), qt->free_block,
+                                      qt->free_blocks, qt->node_high, q.k.branches))
         return QG_ERR_INVALID;
-    if (k.elements != qt->enodes.live || qg_enode_free_count(&qt->enodes) != qt->enodes.high - qt->enodes.live)
+    if (q.blocks != qt->blocks.live || qt_free_count(&qt->blocks) != qt->blocks.high - qt->blocks.live)
         return QG_ERR_INVALID;
     // Every live element is in exactly the leaves its box overlaps (the sum
-    // matches the element nodes found above), none deeper than its depth.
+    // matches the entries found above), none deeper than its depth.
     int64_t expected = 0;
     for (qg_handle h = 0; h < index->box_high; ++h) {
         if (!qg_slot_live(index, h))
@@ -1079,9 +1212,9 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
             expected++;
         }
     }
-    if (expected != qt->enodes.live)
+    if (expected != q.k.elements)
         return QG_ERR_INVALID;
-    *bytes += (size_t)qt->node_capacity * sizeof(qt_node) + (size_t)qt->enodes.capacity * sizeof(qg_enode) +
+    *bytes += (size_t)qt->node_capacity * sizeof(qt_node) + (size_t)qt->blocks.capacity * sizeof(qt_block) +
               (size_t)qt->depth_capacity * sizeof(uint8_t);
     return QG_OK;
 }
@@ -1167,18 +1300,22 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
                 // anywhere in memory, and their misses then overlap.
                 qg_handle ids[QT_GATHER];
                 int m = 0;
-                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
-                    ids[m] = qt->enodes.data[e].element;
-                    QT_PREFETCH(&index->boxes[ids[m]]);
-                    m++;
+                QT_FOR_BLOCKS(qt, n, b, fill) {
+                    for (int32_t i = 0; i < fill; ++i) {
+                        ids[m] = qt->blocks.data[b].h[i];
+                        QT_PREFETCH(&index->boxes[ids[m]]);
+                        m++;
+                    }
                 }
                 for (int i = 0; i < m; ++i)
                     if (!qt_ray_element(qt, &r, c, ids[i]))
                         return;
             } else {
-                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next)
-                    if (!qt_ray_element(qt, &r, c, qt->enodes.data[e].element))
-                        return;
+                QT_FOR_BLOCKS(qt, n, b, fill) {
+                    for (int32_t i = 0; i < fill; ++i)
+                        if (!qt_ray_element(qt, &r, c, qt->blocks.data[b].h[i]))
+                            return;
+                }
             }
             continue;
         }
@@ -1221,17 +1358,21 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
             if (n.count <= QT_GATHER) {
                 qg_handle ids[QT_GATHER]; // as in quadtree_raycast: the boxes' misses overlap
                 int m = 0;
-                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
-                    ids[m] = qt->enodes.data[e].element;
-                    QT_PREFETCH(&index->boxes[ids[m]]);
-                    m++;
+                QT_FOR_BLOCKS(qt, n, b, fill) {
+                    for (int32_t i = 0; i < fill; ++i) {
+                        ids[m] = qt->blocks.data[b].h[i];
+                        QT_PREFETCH(&index->boxes[ids[m]]);
+                        m++;
+                    }
                 }
                 for (int i = 0; i < m; ++i)
                     qg_near_offer(&c, ids[i], qg_point_box_d2_fast(index->boxes[ids[i]], x, y));
             } else {
-                for (int32_t e = n.first_child; e >= 0; e = qt->enodes.data[e].next) {
-                    const qg_handle h = qt->enodes.data[e].element;
-                    qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+                QT_FOR_BLOCKS(qt, n, b, fill) {
+                    for (int32_t i = 0; i < fill; ++i) {
+                        const qg_handle h = qt->blocks.data[b].h[i];
+                        qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
+                    }
                 }
             }
             continue;

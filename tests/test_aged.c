@@ -2,14 +2,14 @@
  *
  * The other tests mostly check an index soon after it was built. A running
  * program ages its index: hundreds of frames of moves, removes, reinserts
- * and cleanups, and the tree kinds re-lay and merge their memory in
+ * and cleanups, and the tree kinds merge their branches back in
  * qg_cleanup as they go. So every case here first ages an index (agents
  * that drift, bounce, crowd together and spread out, 1% of them removed and
  * reinserted each frame, a qg_cleanup per frame), then:
  *
  * - differential: beside QG_BRUTE_FORCE given the same calls, the same
  *   pairs and query answers every few frames and at the end; qg_validate
- *   after every qg_cleanup (where the re-lays happen); every live handle
+ *   after every qg_cleanup (where the merges happen); every live handle
  *   still answers its own box (handles never change); qg_cleanup never asks
  *   the allocator for memory; and memory_bytes aged is bounded by what the
  *   same boxes inserted into a new index take (x3: arrays keep the capacity
