@@ -718,7 +718,8 @@ static void quadtree_remove(qg_index *index, qg_handle h)
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect box, qt_ibox ob, qt_ibox nb)
+static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect box, qt_ibox ob, qt_ibox nb,
+                              bool *defer)
 {
     qg_index *index = &qt->base;
     // One walk over the union of old and new boxes, from the deepest node that
@@ -764,7 +765,9 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
         deepest = c.depth > deepest ? c.depth : deepest;
     }
     qt->depths[h] = (uint8_t)deepest;
-    if (overfull)
+    if (defer != NULL)
+        *defer = overfull; // a batch splits once its moves are done (qt_move_many)
+    else if (overfull)
         qt_split_leaves(qt, from, nb);
     return QG_OK;
 }
@@ -777,13 +780,165 @@ static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rec
     if (qt_same_cells(ob, nb, qt->depths[h])) {
         index->boxes[h] = box; // same leaves: no node changes
     } else {
-        const qg_status s = qt_move_slow(qt, txn, h, box, ob, nb);
+        const qg_status s = qt_move_slow(qt, txn, h, box, ob, nb, NULL);
         if (s != QG_OK)
             return s;
     }
     qg_tree_note(&qt->world, box);
     if (qt->resplit)
         qt_resplit(qt); // after the move succeeded: see qt_upkeep
+    return QG_OK;
+}
+
+/* ---- qg_move_many ------------------------------------------------------- */
+
+/// More workers than this run the batch's parallel passes as this many parts.
+#define QT_BATCH_PARTS 256
+
+/// A batch move's shared state. The parts' counts sit a cache line apart
+/// (the workers write them at once).
+typedef struct qt_batch {
+    quadtree *qt;
+    const qg_handle *handles;
+    const qg_rect *boxes;
+    uint8_t *rest; ///< per move: 1 = it changes leaves
+    int32_t n, parts;
+    struct {
+        int64_t rest, outside;
+        uint8_t pad[64 - 2 * sizeof(int64_t)];
+    } count[QT_BATCH_PARTS];
+} qt_batch;
+
+/// Classifies part p's moves: those that keep their leaves (the fast path
+/// of quadtree_move) and the rest. Reads the index only.
+static void qt_batch_classify(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    qt_batch *b = context;
+    const quadtree *qt = b->qt;
+    const qg_rect *old = qt->base.boxes;
+    for (int32_t p = begin; p < end; ++p) {
+        int64_t i0, i1, rest = 0, outside = 0;
+        qg_part_range(b->n, p, b->parts, &i0, &i1);
+        for (int64_t i = i0; i < i1; ++i) {
+            const qg_handle h = b->handles[i];
+            const qt_ibox nb = qt_map_box(qt, b->boxes[i]), ob = qt_map_box(qt, old[h]);
+            const bool moves = !qt_same_cells(ob, nb, qt->depths[h]);
+            b->rest[i] = moves;
+            rest += moves;
+            outside += qg_tree_outside(&qt->world, b->boxes[i]);
+        }
+        b->count[p].rest = rest;
+        b->count[p].outside = outside;
+    }
+}
+
+/// Stores the boxes of part p's moves that keep their leaves: each writes
+/// its own handle's box only.
+static void qt_batch_store(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    qt_batch *b = context;
+    qg_rect *boxes = b->qt->base.boxes;
+    for (int32_t p = begin; p < end; ++p) {
+        int64_t i0, i1;
+        qg_part_range(b->n, p, b->parts, &i0, &i1);
+        for (int64_t i = i0; i < i1; ++i)
+            if (!b->rest[i])
+                boxes[b->handles[i]] = b->boxes[i];
+    }
+}
+
+/// qg_move_many: the moves that keep their leaves (nearly all of an
+/// `agents` frame's with leaves of 21) classified and stored on the workers,
+/// the rest in batch order on this thread.
+///
+/// All or nothing without copying a million old boxes: the rest go first,
+/// with their splits deferred, so they change no other element's leaves or
+/// depth and the classification of the others still holds when they are
+/// stored; a rest move's only failure is the block it needs to enter a
+/// leaf, and then the rest moves made are undone in reverse (each undo
+/// returns the tree to a state it held in this call, with as many spare
+/// blocks, so it cannot fail) before any box was stored. The deferred
+/// splits run last; like every split, one that finds no memory leaves its
+/// leaf over-full for a later move to split.
+static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                    const qg_rect *boxes, int32_t n)
+{
+    quadtree *qt = (quadtree *)index;
+    const size_t head = sizeof(qt_batch) + (size_t)n;
+    qt_batch *b = qg_mem_alloc(&index->alloc, head);
+    if (b == NULL)
+        return QG_ERR_NOMEM;
+    b->qt = qt;
+    b->handles = handles;
+    b->boxes = boxes;
+    b->rest = (uint8_t *)(b + 1);
+    b->n = n;
+    b->parts = jobs == NULL ? 1 : jobs->worker_count < QT_BATCH_PARTS ? jobs->worker_count : QT_BATCH_PARTS;
+    qg_jobs_run(b->parts > 1 ? jobs : NULL, qt_batch_classify, b->parts, b);
+    int64_t rest = 0, outside = 0;
+    for (int32_t p = 0; p < b->parts; ++p) {
+        rest += b->count[p].rest;
+        outside += b->count[p].outside;
+    }
+    // Per rest move: its old box (for an undo) and whether it left a leaf
+    // over-full (for the deferred split).
+    const size_t undo_bytes = (size_t)rest * (sizeof(qg_rect) + 1);
+    qg_rect *old = rest > 0 ? qg_mem_alloc(&index->alloc, undo_bytes) : NULL;
+    if (rest > 0 && old == NULL) {
+        qg_mem_free(&index->alloc, b, head);
+        return QG_ERR_NOMEM;
+    }
+    uint8_t *over = (uint8_t *)(old + rest);
+    int32_t done = 0, i = 0;
+    qg_status s = QG_OK;
+    for (; i < n && done < rest; ++i) {
+        if (!b->rest[i])
+            continue;
+        const qg_handle h = handles[i];
+        qg_txn txn;
+        qg_txn_begin(&txn, &index->alloc);
+        old[done] = index->boxes[h];
+        bool o = false;
+        s = qt_move_slow(qt, &txn, h, boxes[i], qt_map_box(qt, old[done]), qt_map_box(qt, boxes[i]), &o);
+        if (s != QG_OK) {
+            qg_txn_rollback(&txn);
+            break;
+        }
+        over[done++] = o;
+    }
+    if (s != QG_OK) {
+        // Move i failed and changed nothing; the rest moves before it go
+        // back, last first.
+        while (i-- > 0) {
+            if (!b->rest[i])
+                continue;
+            --done;
+            qg_txn txn;
+            qg_txn_begin(&txn, &index->alloc);
+            bool o;
+            (void)qt_move_slow(qt, &txn, handles[i], old[done], qt_map_box(qt, boxes[i]), qt_map_box(qt, old[done]),
+                               &o); // cannot fail (see above)
+        }
+        qg_mem_free(&index->alloc, old, undo_bytes);
+        qg_mem_free(&index->alloc, b, head);
+        return s;
+    }
+    qg_jobs_run(b->parts > 1 ? jobs : NULL, qt_batch_store, b->parts, b);
+    qt->world.outside_moves += outside;
+    for (int32_t i = 0, j = 0; i < n && j < rest; ++i) {
+        if (!b->rest[i])
+            continue;
+        if (over[j++]) {
+            const qt_ibox nb = qt_map_box(qt, boxes[i]);
+            qt_split_leaves(qt, qt_descend(qt, qt_root, nb), nb);
+        }
+    }
+    if (qt->resplit)
+        qt_resplit(qt);
+    qg_mem_free(&index->alloc, old, undo_bytes);
+    qg_mem_free(&index->alloc, b, head);
     return QG_OK;
 }
 
@@ -1391,4 +1546,4 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
 }
 
 QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
-                 .nearest = quadtree_nearest, .insert_many = quadtree_insert_many);
+                 .nearest = quadtree_nearest, .insert_many = quadtree_insert_many, .move_many = quadtree_move_many);
