@@ -326,14 +326,37 @@ static inline int64_t qt_leaf_bound(const quadtree *qt, qt_ibox b)
     return (int64_t)((b.x1 >> shift) - (b.x0 >> shift) + 1) * ((b.y1 >> shift) - (b.y0 >> shift) + 1);
 }
 
+/// Takes a block for a link: from the pool, or (a parallel batch) from the
+/// stash of blocks its part was given before the workers started, so no two
+/// workers touch the pool's free list.
+static inline int32_t qt_take(quadtree *qt, int32_t *stash)
+{
+    if (stash == NULL)
+        return qt_block_take(&qt->blocks);
+    const int32_t b = *stash;
+    *stash = qt->blocks.data[b].next;
+    return b;
+}
+
+/// Gives a block back: to the pool, or to the part's stash.
+static inline void qt_give(quadtree *qt, int32_t *stash, int32_t b)
+{
+    if (stash == NULL) {
+        qt_block_give(&qt->blocks, b);
+        return;
+    }
+    qt->blocks.data[b].next = *stash;
+    *stash = b;
+}
+
 /// Adds h to leaf `node`: into its head block, or a new head block when that
-/// one is full (the caller reserved it).
-static inline void qt_link(quadtree *qt, int32_t node, qg_handle h)
+/// one is full (the caller reserved it; `stash` as in qt_take).
+static inline void qt_link_in(quadtree *qt, int32_t node, qg_handle h, int32_t *stash)
 {
     qt_node *n = &qt->nodes[node];
     const int32_t fill = n->count % QT_SLOTS;
     if (fill == 0) {
-        const int32_t b = qt_block_take(&qt->blocks);
+        const int32_t b = qt_take(qt, stash);
         qt->blocks.data[b].next = n->first_child;
         n->first_child = b;
     }
@@ -341,9 +364,14 @@ static inline void qt_link(quadtree *qt, int32_t node, qg_handle h)
     n->count++;
 }
 
+static inline void qt_link(quadtree *qt, int32_t node, qg_handle h)
+{
+    qt_link_in(qt, node, h, NULL);
+}
+
 /// Takes h out of leaf `node`: the head block's last handle fills its slot,
-/// and an emptied head block goes back to the pool.
-static void qt_unlink(quadtree *qt, int32_t node, qg_handle h)
+/// and an emptied head block goes back (`stash` as in qt_take).
+static void qt_unlink_in(quadtree *qt, int32_t node, qg_handle h, int32_t *stash)
 {
     qt_node *n = &qt->nodes[node];
     qt_block *const data = qt->blocks.data;
@@ -355,12 +383,17 @@ static void qt_unlink(quadtree *qt, int32_t node, qg_handle h)
                 n->count--;
                 if (last == 0) {
                     n->first_child = data[head].next;
-                    qt_block_give(&qt->blocks, head);
+                    qt_give(qt, stash, head);
                 }
                 return;
             }
         }
     }
+}
+
+static void qt_unlink(quadtree *qt, int32_t node, qg_handle h)
+{
+    qt_unlink_in(qt, node, h, NULL);
 }
 
 /// Splits leaf c once, if that separates its elements: 1 when it split, 0
@@ -719,7 +752,7 @@ static void quadtree_remove(qg_index *index, qg_handle h)
 __attribute__((noinline))
 #endif
 static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect box, qt_ibox ob, qt_ibox nb,
-                              bool *defer)
+                              bool *defer, int32_t *stash)
 {
     qg_index *index = &qt->base;
     // One walk over the union of old and new boxes, from the deepest node that
@@ -734,7 +767,7 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     // leaves gained needs a walk; skip it when the spare blocks already
     // cover the most the new box could need.
     const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
-    if (spare < qt_leaf_bound(qt, nb)) {
+    if (stash == NULL && spare < qt_leaf_bound(qt, nb)) { // a stash holds what the part's moves need
         int64_t gained = 0;
         qt_iter_start(&it, from);
         while (qt_next_leaf(qt, &it, ub, &c)) {
@@ -752,14 +785,14 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     qt_iter_start(&it, from);
     while (qt_next_leaf(qt, &it, ob, &c)) {
         if (!qt_ibox_overlaps(qt_cell_box(c), nb))
-            qt_unlink(qt, c.node, h);
+            qt_unlink_in(qt, c.node, h, stash);
     }
     bool overfull = false;
     int deepest = 0;
     qt_iter_start(&it, from);
     while (qt_next_leaf(qt, &it, nb, &c)) {
         if (!qt_ibox_overlaps(qt_cell_box(c), ob)) {
-            qt_link(qt, c.node, h);
+            qt_link_in(qt, c.node, h, stash);
             overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
         }
         deepest = c.depth > deepest ? c.depth : deepest;
@@ -780,7 +813,7 @@ static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rec
     if (qt_same_cells(ob, nb, qt->depths[h])) {
         index->boxes[h] = box; // same leaves: no node changes
     } else {
-        const qg_status s = qt_move_slow(qt, txn, h, box, ob, nb, NULL);
+        const qg_status s = qt_move_slow(qt, txn, h, box, ob, nb, NULL, NULL);
         if (s != QG_OK)
             return s;
     }
@@ -805,9 +838,34 @@ typedef struct qt_batch {
     int32_t n, parts;
     struct {
         int64_t rest, outside;
-        uint8_t pad[64 - 2 * sizeof(int64_t)];
+        int64_t first; ///< its first move's entry in the plan
+        uint8_t pad[64 - 3 * sizeof(int64_t)];
     } count[QT_BATCH_PARTS];
+    struct qt_plan *plan; ///< the moves that change leaves, in batch order
+    int32_t *order;       ///< plan entries by bucket, batch order within each
+    int32_t *bucket;      ///< per bucket, plus one: its first entry in order
+    int32_t *stash;       ///< per bucket: blocks set aside for its moves
 } qt_batch;
+
+/// The parallel batch runs the moves that change leaves by subtree: those
+/// whose old and new boxes lie in one node of this depth (its bucket) on
+/// the workers, a bucket at a time, the others on this thread first.
+#define QT_PAR_DEPTH 4
+#define QT_PAR_BUCKETS (1 << (2 * QT_PAR_DEPTH))
+
+/// Bytes of the plan of `rest` moves: entries, their order by bucket, the
+/// buckets' starts (two more than buckets: the moves of none, the end) and
+/// the stashes (one more: the sort's cursors use them first).
+#define QT_PLAN_BYTES(rest) \
+    ((size_t)(rest) * (sizeof(qt_plan) + sizeof(int32_t)) + (size_t)(2 * QT_PAR_BUCKETS + 3) * sizeof(int32_t))
+
+/// A move that changes leaves.
+typedef struct qt_plan {
+    int32_t i;      ///< its place in the batch
+    int32_t key;    ///< its bucket, QT_PAR_BUCKETS when no node of QT_PAR_DEPTH holds it
+    int32_t gained; ///< leaves it enters, each taking at most one block
+    uint8_t over;   ///< it left a leaf over-full (the split is deferred)
+} qt_plan;
 
 /// Classifies part p's moves: those that keep their leaves (the fast path
 /// of quadtree_move) and the rest. Reads the index only.
@@ -849,6 +907,133 @@ static void qt_batch_store(int32_t begin, int32_t end, int32_t worker, void *con
     }
 }
 
+/// Plans part p's moves that change leaves (read only): bucket and blocks.
+static void qt_batch_plan(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    qt_batch *b = context;
+    const quadtree *qt = b->qt;
+    for (int32_t p = begin; p < end; ++p) {
+        int64_t i0, i1;
+        qg_part_range(b->n, p, b->parts, &i0, &i1);
+        int64_t j = b->count[p].first;
+        for (int64_t i = i0; i < i1; ++i) {
+            if (!b->rest[i])
+                continue;
+            const qt_ibox ob = qt_map_box(qt, qt->base.boxes[b->handles[i]]), nb = qt_map_box(qt, b->boxes[i]);
+            const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
+                                ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
+            const qt_cell from = qt_descend(qt, qt_root, ub);
+            int32_t gained = 0;
+            qt_iter it;
+            qt_cell c;
+            qt_iter_start(&it, from);
+            while (qt_next_leaf(qt, &it, ub, &c)) {
+                const qt_ibox cb = qt_cell_box(c);
+                gained += qt_ibox_overlaps(cb, nb) && !qt_ibox_overlaps(cb, ob);
+            }
+            const int sh = QT_BITS - QT_PAR_DEPTH;
+            b->plan[j++] = (qt_plan){(int32_t)i,
+                                     from.depth >= QT_PAR_DEPTH ? (from.x >> sh) | (from.y >> sh) << QT_PAR_DEPTH
+                                                                : QT_PAR_BUCKETS,
+                                     gained, 0};
+        }
+    }
+}
+
+/// Runs buckets [begin, end)'s moves, each bucket in batch order with the
+/// blocks of its stash. Buckets are disjoint subtrees: the nodes, blocks,
+/// boxes and depths one writes no other reads.
+static void qt_batch_buckets(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    qt_batch *b = context;
+    quadtree *qt = b->qt;
+    for (int32_t k = begin; k < end; ++k) {
+        for (int32_t e = b->bucket[k]; e < b->bucket[k + 1]; ++e) {
+            qt_plan *m = &b->plan[b->order[e]];
+            const qg_handle h = b->handles[m->i];
+            bool o = false;
+            (void)qt_move_slow(qt, NULL, h, b->boxes[m->i], qt_map_box(qt, qt->base.boxes[h]),
+                               qt_map_box(qt, b->boxes[m->i]), &o, &b->stash[k]); // cannot fail: a stash
+            m->over = o;
+        }
+    }
+}
+
+/// The moves that change leaves with several workers. Grow first: one
+/// reservation covers every block they may take (a move takes at most one
+/// per leaf it enters), so QG_ERR_NOMEM comes before any change and after
+/// it nothing can fail. Then the moves no subtree of QT_PAR_DEPTH holds run
+/// here, in batch order; each bucket is given its blocks from the pool;
+/// the buckets run on the workers; what their stashes kept goes back. The
+/// tree's branches do not change meanwhile (splits are deferred), so each
+/// move's bucket and blocks hold from the plan to the move.
+static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *b, int64_t rest)
+{
+    qg_index *index = &qt->base;
+    const size_t bytes = QT_PLAN_BYTES(rest);
+    b->plan = qg_mem_alloc(&index->alloc, bytes);
+    if (b->plan == NULL)
+        return QG_ERR_NOMEM;
+    b->order = (int32_t *)(b->plan + rest);
+    b->bucket = b->order + rest;
+    b->stash = b->bucket + QT_PAR_BUCKETS + 2;
+    int64_t first = 0;
+    for (int32_t p = 0; p < b->parts; ++p) {
+        b->count[p].first = first;
+        first += b->count[p].rest;
+    }
+    qg_jobs_run(jobs, qt_batch_plan, b->parts, b);
+    int64_t blocks = 0;
+    for (int64_t j = 0; j < rest; ++j)
+        blocks += b->plan[j].gained;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!qt_blocks_reserve(&txn, &qt->blocks, blocks)) {
+        qg_txn_rollback(&txn);
+        qg_mem_free(&index->alloc, b->plan, bytes);
+        return QG_ERR_NOMEM;
+    }
+    // Buckets in batch order (a counting sort), the moves of none last.
+    memset(b->bucket, 0, (QT_PAR_BUCKETS + 2) * sizeof(int32_t));
+    for (int64_t j = 0; j < rest; ++j)
+        b->bucket[b->plan[j].key + 1]++;
+    for (int32_t k = 0; k <= QT_PAR_BUCKETS; ++k)
+        b->bucket[k + 1] += b->bucket[k];
+    {
+        int32_t *at = b->stash; // its cursors, before the stashes are made
+        memcpy(at, b->bucket, (QT_PAR_BUCKETS + 1) * sizeof(int32_t));
+        for (int64_t j = 0; j < rest; ++j)
+            b->order[at[b->plan[j].key]++] = (int32_t)j;
+    }
+    for (int32_t e = b->bucket[QT_PAR_BUCKETS]; e < b->bucket[QT_PAR_BUCKETS + 1]; ++e) {
+        qt_plan *m = &b->plan[b->order[e]];
+        const qg_handle h = b->handles[m->i];
+        bool o = false;
+        (void)qt_move_slow(qt, &txn, h, b->boxes[m->i], qt_map_box(qt, index->boxes[h]),
+                           qt_map_box(qt, b->boxes[m->i]), &o, NULL); // cannot fail: reserved
+        m->over = o;
+    }
+    for (int32_t k = 0; k < QT_PAR_BUCKETS; ++k) {
+        b->stash[k] = -1;
+        for (int32_t e = b->bucket[k]; e < b->bucket[k + 1]; ++e)
+            for (int32_t g = b->plan[b->order[e]].gained; g > 0; --g) {
+                const int32_t blk = qt_block_take(&qt->blocks);
+                qt->blocks.data[blk].next = b->stash[k];
+                b->stash[k] = blk;
+            }
+    }
+    qg_jobs_run(jobs, qt_batch_buckets, QT_PAR_BUCKETS, b);
+    for (int32_t k = 0; k < QT_PAR_BUCKETS; ++k)
+        for (int32_t blk = b->stash[k]; blk >= 0;) {
+            const int32_t next = qt->blocks.data[blk].next;
+            qt_block_give(&qt->blocks, blk);
+            blk = next;
+        }
+    return QG_OK;
+}
+
 /// qg_move_many: the moves that keep their leaves (nearly all of an
 /// `agents` frame's with leaves of 21) classified and stored on the workers,
 /// the rest in batch order on this thread.
@@ -882,8 +1067,28 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
         rest += b->count[p].rest;
         outside += b->count[p].outside;
     }
-    // Per rest move: its old box (for an undo) and whether it left a leaf
-    // over-full (for the deferred split).
+    if (b->parts > 1 && rest > 0) {
+        const qg_status s = qt_batch_parallel(qt, jobs, b, rest);
+        if (s != QG_OK) {
+            qg_mem_free(&index->alloc, b, head);
+            return s;
+        }
+        qg_jobs_run(jobs, qt_batch_store, b->parts, b);
+        qt->world.outside_moves += outside;
+        for (int64_t j = 0; j < rest; ++j) {
+            if (b->plan[j].over) {
+                const qt_ibox nb = qt_map_box(qt, boxes[b->plan[j].i]);
+                qt_split_leaves(qt, qt_descend(qt, qt_root, nb), nb);
+            }
+        }
+        if (qt->resplit)
+            qt_resplit(qt);
+        qg_mem_free(&index->alloc, b->plan, QT_PLAN_BYTES(rest));
+        qg_mem_free(&index->alloc, b, head);
+        return QG_OK;
+    }
+    // One part: per rest move, its old box (for an undo) and whether it
+    // left a leaf over-full (for the deferred split).
     const size_t undo_bytes = (size_t)rest * (sizeof(qg_rect) + 1);
     qg_rect *old = rest > 0 ? qg_mem_alloc(&index->alloc, undo_bytes) : NULL;
     if (rest > 0 && old == NULL) {
@@ -901,7 +1106,7 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
         qg_txn_begin(&txn, &index->alloc);
         old[done] = index->boxes[h];
         bool o = false;
-        s = qt_move_slow(qt, &txn, h, boxes[i], qt_map_box(qt, old[done]), qt_map_box(qt, boxes[i]), &o);
+        s = qt_move_slow(qt, &txn, h, boxes[i], qt_map_box(qt, old[done]), qt_map_box(qt, boxes[i]), &o, NULL);
         if (s != QG_OK) {
             qg_txn_rollback(&txn);
             break;
@@ -919,7 +1124,7 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
             qg_txn_begin(&txn, &index->alloc);
             bool o;
             (void)qt_move_slow(qt, &txn, handles[i], old[done], qt_map_box(qt, boxes[i]), qt_map_box(qt, old[done]),
-                               &o); // cannot fail (see above)
+                               &o, NULL); // cannot fail (see above)
         }
         qg_mem_free(&index->alloc, old, undo_bytes);
         qg_mem_free(&index->alloc, b, head);
