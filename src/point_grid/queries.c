@@ -509,6 +509,24 @@ static inline void pg_near_queue(const qg_rect *boxes, qg_near *c, pg_near_batch
         pg_near_flush(boxes, c, b);
 }
 
+/// Queues the slots of a step whose lanes `mask` keeps (their boxes
+/// prefetched): the vector kernels' common tail. The caller made room.
+static inline void pg_near_keep(const qg_rect *boxes, pg_near_batch *b, int mask, const uint32_t *hv,
+                                const float *lbv)
+{
+    int32_t n = b->n;
+    while (mask != 0) {
+        const int i = __builtin_ctz((unsigned)mask);
+        mask &= mask - 1;
+        const qg_handle h = (qg_handle)(hv[i] & PG_MAX_HANDLES);
+        PG_PREFETCH(&boxes[h]);
+        b->h[n] = h;
+        b->lb[n] = lbv[i];
+        ++n;
+    }
+    b->n = n;
+}
+
 #if defined(PG_HAVE_AVX2)
 /// pg_near_cell's filtered form with AVX2: eight slots at a time, the same
 /// bounds in the same arithmetic (so the same candidates), the ones kept
@@ -580,17 +598,7 @@ __attribute__((target("avx2"))) static void pg_near_cell_wide(const pg_level *L,
             pg_near_flush(boxes, c, b);
             top = inf;
         }
-        int32_t n = b->n;
-        while (mask != 0) {
-            const int i = __builtin_ctz((unsigned)mask);
-            mask &= mask - 1;
-            const qg_handle h = (qg_handle)(hv[i] & PG_MAX_HANDLES);
-            PG_PREFETCH(&boxes[h]);
-            b->h[n] = h;
-            b->lb[n] = lbv[i];
-            ++n;
-        }
-        b->n = n;
+        pg_near_keep(boxes, b, mask, hv, lbv);
         if (vtop) {
             while (upper != 0) {
                 const int i = __builtin_ctz((unsigned)upper);
@@ -711,17 +719,7 @@ static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg
             _mm_storeu_ps(ubv, ub);
             if (b->n > PG_NEAR_BATCH - 4)
                 pg_near_flush(boxes, c, b);
-            int32_t n = b->n;
-            while (mask != 0) {
-                const int i = __builtin_ctz((unsigned)mask);
-                mask &= mask - 1;
-                const qg_handle h = (qg_handle)(hv[i] & PG_MAX_HANDLES);
-                PG_PREFETCH(&boxes[h]);
-                b->h[n] = h;
-                b->lb[n] = lbv[i];
-                ++n;
-            }
-            b->n = n;
+            pg_near_keep(boxes, b, mask, hv, lbv);
             while (upper != 0) {
                 const int i = __builtin_ctz((unsigned)upper);
                 upper &= upper - 1;
