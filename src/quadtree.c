@@ -409,6 +409,22 @@ static void qt_unlink(quadtree *qt, int32_t node, qg_handle h)
     qt_unlink_in(qt, node, h, NULL);
 }
 
+/// Takes apart the next block of a chain a split or merge empties: copies
+/// its handles to ids and gives the block back first (so relinking them
+/// never needs more blocks than were given), then steps *b to the next
+/// block, all of whose QT_SLOTS slots are full. Returns how many handles.
+static inline int32_t qt_chain_pop(quadtree *qt, int32_t *b, int32_t *fill, qg_handle ids[QT_SLOTS])
+{
+    const int32_t m = *fill;
+    for (int32_t i = 0; i < m; ++i)
+        ids[i] = qt->blocks.data[*b].h[i];
+    const int32_t next = qt->blocks.data[*b].next;
+    qt_block_give(&qt->blocks, *b);
+    *b = next;
+    *fill = QT_SLOTS;
+    return m;
+}
+
 /// Splits leaf c once, if that separates its elements: 1 when it split, 0
 /// when it need not, -1 when the memory was not there. Splitting is upkeep,
 /// not meaning: without memory the leaf simply stays larger than
@@ -479,11 +495,8 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
     n->count = -1;
     while (b >= 0) {
         qg_handle ids[QT_SLOTS];
-        for (int32_t i = 0; i < fill; ++i)
-            ids[i] = qt->blocks.data[b].h[i];
-        const int32_t next = qt->blocks.data[b].next;
-        qt_block_give(&qt->blocks, b);
-        for (int32_t i = 0; i < fill; ++i) {
+        const int32_t m = qt_chain_pop(qt, &b, &fill, ids);
+        for (int32_t i = 0; i < m; ++i) {
             const qg_handle h = ids[i];
             const unsigned mask = qg_tree_child_mask(c, qt_map_box(qt, qt->base.boxes[h]));
             for (int k = 0; k < 4; ++k) {
@@ -493,8 +506,6 @@ static int qt_split_leaf(quadtree *qt, qt_cell c, bool grow)
             if (qt->depths[h] < c.depth + 1)
                 qt->depths[h] = (uint8_t)(c.depth + 1);
         }
-        b = next;
-        fill = QT_SLOTS;
     }
     return 1;
 }
@@ -1181,17 +1192,12 @@ static void qt_merge(quadtree *qt, qt_cell c, int32_t fc)
         int32_t b = child.first_child, fill = qt_head_fill(child.count);
         while (b >= 0) {
             qg_handle ids[QT_SLOTS];
-            for (int32_t i = 0; i < fill; ++i)
-                ids[i] = qt->blocks.data[b].h[i];
-            const int32_t next = qt->blocks.data[b].next;
-            qt_block_give(&qt->blocks, b);
-            for (int32_t i = 0; i < fill; ++i) {
+            const int32_t m = qt_chain_pop(qt, &b, &fill, ids);
+            for (int32_t i = 0; i < m; ++i) {
                 const qt_ibox e = qt_map_box(qt, qt->base.boxes[ids[i]]);
                 if (qt_first_quadrant(qg_tree_child_mask(c, e)) == k)
                     qt_link(qt, c.node, ids[i]);
             }
-            b = next;
-            fill = QT_SLOTS;
         }
     }
     qt->nodes[fc].first_child = qt->free_block;
