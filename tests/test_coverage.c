@@ -354,6 +354,7 @@ static void test_batch_parts(void **state)
         assert_int_equal(qg_get(idx, hs[i], &b), QG_OK);
         assert_true(b.min_x == to[i].min_x && b.max_y == to[i].max_y);
     }
+    tu_snapshot_free(&before);
     close_index(idx, &a);
     free(boxes);
     free(to);
