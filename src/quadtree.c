@@ -100,6 +100,8 @@
 //   moves: 2 threads gave about 1.2x at 1,000,000.
 #include "tree_common.h"
 
+#include <stdatomic.h>
+
 #define QT_BITS QG_TREE_BITS
 #define QT_SIDE QG_TREE_SIDE
 #define QT_DEFAULT_DEPTH 8
@@ -339,32 +341,43 @@ static inline int64_t qt_leaf_bound(const quadtree *qt, qt_ibox b)
     return (int64_t)((b.x1 >> shift) - (b.x0 >> shift) + 1) * ((b.y1 >> shift) - (b.y0 >> shift) + 1);
 }
 
+/// A parallel batch's private list of free blocks (one per bucket): what its
+/// moves give back and take first, so the workers rarely share the pool.
+/// A chain through the blocks' `next`, with its tail, so it goes back to the
+/// pool in one splice.
+typedef struct qt_stash {
+    int32_t head, tail, count;
+} qt_stash;
+
 /// Takes a block for a link: from the pool, or (a parallel batch) from the
-/// stash of blocks its part was given before the workers started, so no two
-/// workers touch the pool's free list.
-static inline int32_t qt_take(quadtree *qt, int32_t *stash)
+/// stash its caller made sure holds enough.
+static inline int32_t qt_take(quadtree *qt, qt_stash *stash)
 {
     if (stash == NULL)
         return qt_block_take(&qt->blocks);
-    const int32_t b = *stash;
-    *stash = qt->blocks.data[b].next;
+    const int32_t b = stash->head;
+    stash->head = qt->blocks.data[b].next;
+    if (--stash->count == 0)
+        stash->tail = -1;
     return b;
 }
 
-/// Gives a block back: to the pool, or to the part's stash.
-static inline void qt_give(quadtree *qt, int32_t *stash, int32_t b)
+/// Gives a block back: to the pool, or to the stash.
+static inline void qt_give(quadtree *qt, qt_stash *stash, int32_t b)
 {
     if (stash == NULL) {
         qt_block_give(&qt->blocks, b);
         return;
     }
-    qt->blocks.data[b].next = *stash;
-    *stash = b;
+    qt->blocks.data[b].next = stash->head;
+    if (stash->count++ == 0)
+        stash->tail = b;
+    stash->head = b;
 }
 
 /// Adds h to leaf `node`: into its head block, or a new head block when that
 /// one is full (the caller reserved it; `stash` as in qt_take).
-static inline void qt_link_in(quadtree *qt, int32_t node, qg_handle h, int32_t *stash)
+static inline void qt_link_in(quadtree *qt, int32_t node, qg_handle h, qt_stash *stash)
 {
     qt_node *n = &qt->nodes[node];
     const int32_t fill = n->count % QT_SLOTS;
@@ -384,7 +397,7 @@ static inline void qt_link(quadtree *qt, int32_t node, qg_handle h)
 
 /// Takes h out of leaf `node`: the head block's last handle fills its slot,
 /// and an emptied head block goes back (`stash` as in qt_take).
-static void qt_unlink_in(quadtree *qt, int32_t node, qg_handle h, int32_t *stash)
+static void qt_unlink_in(quadtree *qt, int32_t node, qg_handle h, qt_stash *stash)
 {
     qt_node *n = &qt->nodes[node];
     qt_block *const data = qt->blocks.data;
@@ -776,7 +789,7 @@ static void quadtree_remove(qg_index *index, qg_handle h)
 __attribute__((noinline))
 #endif
 static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect box, qt_ibox ob, qt_ibox nb,
-                              bool *defer, int32_t *stash)
+                              bool *defer, qt_stash *stash)
 {
     qg_index *index = &qt->base;
     // One walk over the union of old and new boxes, from the deepest node that
@@ -790,8 +803,9 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     // Grow first (a leaf entered takes at most one block). Counting the
     // leaves gained needs a walk; skip it when the spare blocks already
     // cover the most the new box could need.
-    const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
-    if (stash == NULL && spare < qt_leaf_bound(qt, nb)) { // a stash holds what the part's moves need
+    // A bucket's stash already holds what the move may need (and the pool is
+    // not this worker's to read).
+    if (stash == NULL && (int64_t)qt->blocks.capacity - qt->blocks.live < qt_leaf_bound(qt, nb)) {
         int64_t gained = 0;
         qt_iter_start(&it, from);
         while (qt_next_leaf(qt, &it, ub, &c)) {
@@ -852,47 +866,105 @@ static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rec
 /// More workers than this run the batch's parallel passes as this many parts.
 #define QT_BATCH_PARTS 256
 
+/// The parallel batch runs the moves that change leaves by subtree. A move's
+/// bucket is the deepest node of depth 4, 3 or 2 (a level) whose cell holds
+/// its old and new boxes. The buckets of one level are disjoint subtrees and
+/// run at once on the workers: depth 4 first (95% of an `agents` frame's
+/// moves), then 3, then 2. The moves no bucket holds (and large boxes) run
+/// on this thread.
+#define QT_PAR_DEPTH 4
+#define QT_PAR_LEVELS 3
+#define QT_PAR_BUCKETS (256 + 64 + 16)
+#define QT_PAR_NONE QT_PAR_BUCKETS
+/// A move whose new box could enter more leaves than this runs on this
+/// thread: a bucket keeps at hand as many blocks as its next move may need.
+#define QT_PAR_BOUND 64
+/// Blocks a bucket takes from the pool beyond its next move's need, so it
+/// comes back for more rarely.
+#define QT_STASH_MORE 8
+/// A move's key when it keeps its leaves.
+#define QT_KEEP 0xFFFF
+
+/// First bucket of each level (depth 4, 3, 2), and the end.
+static const int32_t qt_par_first[QT_PAR_LEVELS + 1] = {0, 256, 320, QT_PAR_BUCKETS};
+
+/// The bucket of the level's cell that holds integer point (x, y).
+static inline int32_t qt_par_bucket(int level, int32_t x, int32_t y)
+{
+    const int d = QT_PAR_DEPTH - level, sh = QT_BITS - d;
+    return qt_par_first[level] + ((x >> sh) | (y >> sh) << d);
+}
+
+/// A move that changes leaves, as the parallel batch runs it.
+typedef struct qt_plan {
+    qg_rect old;  ///< its box before the batch (for an undo)
+    int32_t i;    ///< its place in the batch
+    int32_t over; ///< it left a leaf over-full (the split is deferred)
+} qt_plan;
+
 /// A batch move's shared state. The parts' counts sit a cache line apart
 /// (the workers write them at once).
 typedef struct qt_batch {
     quadtree *qt;
     const qg_handle *handles;
     const qg_rect *boxes;
-    uint8_t *rest; ///< per move: 1 = it changes leaves
+    uint16_t *key; ///< per move: QT_KEEP when it keeps its leaves, else its bucket (one part: 0)
     int32_t n, parts;
     struct {
         int64_t rest, outside;
-        int64_t first; ///< its first move's entry in the plan
-        uint8_t pad[64 - 3 * sizeof(int64_t)];
+        uint8_t pad[64 - 2 * sizeof(int64_t)];
     } count[QT_BATCH_PARTS];
-    struct qt_plan *plan; ///< the moves that change leaves, in batch order
-    int32_t *order;       ///< plan entries by bucket, batch order within each
-    int32_t *bucket;      ///< per bucket, plus one: its first entry in order
-    int32_t *stash;       ///< per bucket: blocks set aside for its moves
+    int32_t *cursor; ///< per part, per bucket and none: its moves, then its next plan entry (NULL: one part)
+    qt_plan *plan;   ///< the moves that change leaves, by bucket, in batch order within one
+    int32_t start[QT_PAR_BUCKETS + 2]; ///< per bucket and none: its first plan entry; the end
+    int32_t stop[QT_PAR_BUCKETS];      ///< per bucket: the entry it stopped at (its end when it ran all)
+    qt_stash stash[QT_PAR_BUCKETS];
+    uint8_t held[QT_PAR_BUCKETS]; ///< per bucket: the tree has its node
+    int level;                    ///< the level the workers run
+    atomic_flag pool_lock;        ///< the block pool, while buckets run
 } qt_batch;
 
-/// The parallel batch runs the moves that change leaves by subtree: those
-/// whose old and new boxes lie in one node of this depth (its bucket) on
-/// the workers, a bucket at a time, the others on this thread first.
-#define QT_PAR_DEPTH 4
-#define QT_PAR_BUCKETS (1 << (2 * QT_PAR_DEPTH))
+/// Marks the buckets whose nodes the tree has (a node of depth 2 to 4 exists
+/// when its parent is a branch).
+static void qt_par_held(qt_batch *b)
+{
+    const quadtree *qt = b->qt;
+    memset(b->held, 0, sizeof b->held);
+    qt_cell stack[QT_STACK];
+    int top = 0;
+    stack[top++] = qt_root;
+    while (top > 0) {
+        const qt_cell c = stack[--top];
+        if (c.depth >= QT_PAR_DEPTH - QT_PAR_LEVELS + 1)
+            b->held[qt_par_bucket(QT_PAR_DEPTH - c.depth, c.x, c.y)] = 1;
+        const qt_node n = qt->nodes[c.node];
+        if (c.depth < QT_PAR_DEPTH && n.count == -1)
+            for (int i = 0; i < 4; ++i)
+                stack[top++] = qg_tree_child_cell(c, n.first_child, i);
+    }
+}
 
-/// Bytes of the plan of `rest` moves: entries, their order by bucket, the
-/// buckets' starts (two more than buckets: the moves of none, the end) and
-/// the stashes (one more: the sort's cursors use them first).
-#define QT_PLAN_BYTES(rest) \
-    ((size_t)(rest) * (sizeof(qt_plan) + sizeof(int32_t)) + (size_t)(2 * QT_PAR_BUCKETS + 3) * sizeof(int32_t))
-
-/// A move that changes leaves.
-typedef struct qt_plan {
-    int32_t i;      ///< its place in the batch
-    int32_t key;    ///< its bucket, QT_PAR_BUCKETS when no node of QT_PAR_DEPTH holds it
-    int32_t gained; ///< leaves it enters, each taking at most one block
-    uint8_t over;   ///< it left a leaf over-full (the split is deferred)
-} qt_plan;
+/// The bucket of a move from ob to nb (QT_PAR_NONE when it has none).
+static inline uint16_t qt_par_key(const qt_batch *b, qt_ibox ob, qt_ibox nb)
+{
+    if (qt_leaf_bound(b->qt, nb) > QT_PAR_BOUND)
+        return QT_PAR_NONE;
+    const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
+                        ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
+    const int deepest = QT_BITS - qg_tree_spread(ub); // the deepest level whose cells can hold ub
+    for (int level = 0; level < QT_PAR_LEVELS; ++level) {
+        if (QT_PAR_DEPTH - level <= deepest) {
+            const int32_t k = qt_par_bucket(level, ub.x0, ub.y0);
+            if (b->held[k])
+                return (uint16_t)k;
+        }
+    }
+    return QT_PAR_NONE;
+}
 
 /// Classifies part p's moves: those that keep their leaves (the fast path
-/// of quadtree_move) and the rest. Reads the index only.
+/// of quadtree_move) and the rest, with their buckets counted when there
+/// are several parts. Reads the index only.
 static void qt_batch_classify(int32_t begin, int32_t end, int32_t worker, void *context)
 {
     (void)worker;
@@ -900,18 +972,46 @@ static void qt_batch_classify(int32_t begin, int32_t end, int32_t worker, void *
     const quadtree *qt = b->qt;
     const qg_rect *old = qt->base.boxes;
     for (int32_t p = begin; p < end; ++p) {
+        int32_t *cnt = b->cursor != NULL ? b->cursor + (size_t)p * (QT_PAR_BUCKETS + 1) : NULL;
+        if (cnt != NULL)
+            memset(cnt, 0, (QT_PAR_BUCKETS + 1) * sizeof(int32_t));
         int64_t i0, i1, rest = 0, outside = 0;
         qg_part_range(b->n, p, b->parts, &i0, &i1);
         for (int64_t i = i0; i < i1; ++i) {
             const qg_handle h = b->handles[i];
             const qt_ibox nb = qt_map_box(qt, b->boxes[i]), ob = qt_map_box(qt, old[h]);
-            const bool moves = !qt_same_cells(ob, nb, qt->depths[h]);
-            b->rest[i] = moves;
-            rest += moves;
+            uint16_t k = QT_KEEP;
+            if (!qt_same_cells(ob, nb, qt->depths[h])) {
+                k = 0;
+                if (cnt != NULL)
+                    cnt[k = qt_par_key(b, ob, nb)]++;
+                rest++;
+            }
+            b->key[i] = k;
             outside += qg_tree_outside(&qt->world, b->boxes[i]);
         }
         b->count[p].rest = rest;
         b->count[p].outside = outside;
+    }
+}
+
+/// Writes part p's moves that change leaves into the plan, at their
+/// buckets' places (a counting sort, the parts' cursors made from their
+/// counts): the parts are in batch order, so each bucket is too.
+static void qt_batch_scatter(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    qt_batch *b = context;
+    const qg_rect *boxes = b->qt->base.boxes;
+    for (int32_t p = begin; p < end; ++p) {
+        int32_t *at = b->cursor + (size_t)p * (QT_PAR_BUCKETS + 1);
+        int64_t i0, i1;
+        qg_part_range(b->n, p, b->parts, &i0, &i1);
+        for (int64_t i = i0; i < i1; ++i) {
+            const uint16_t k = b->key[i];
+            if (k != QT_KEEP)
+                b->plan[at[k]++] = (qt_plan){boxes[b->handles[i]], (int32_t)i, 0};
+        }
     }
 }
 
@@ -926,141 +1026,176 @@ static void qt_batch_store(int32_t begin, int32_t end, int32_t worker, void *con
         int64_t i0, i1;
         qg_part_range(b->n, p, b->parts, &i0, &i1);
         for (int64_t i = i0; i < i1; ++i)
-            if (!b->rest[i])
+            if (b->key[i] == QT_KEEP)
                 boxes[b->handles[i]] = b->boxes[i];
     }
 }
 
-/// Plans part p's moves that change leaves (read only): bucket and blocks.
-static void qt_batch_plan(int32_t begin, int32_t end, int32_t worker, void *context)
+/// Tops a bucket's stash up from the pool to `need` blocks and a few more,
+/// under the pool's lock (the only state the buckets share). False, taking
+/// nothing, when the pool's capacity cannot give `need`.
+static bool qt_stash_fill(qt_batch *b, qt_stash *st, int64_t need)
 {
-    (void)worker;
-    qt_batch *b = context;
-    const quadtree *qt = b->qt;
-    for (int32_t p = begin; p < end; ++p) {
-        int64_t i0, i1;
-        qg_part_range(b->n, p, b->parts, &i0, &i1);
-        int64_t j = b->count[p].first;
-        for (int64_t i = i0; i < i1; ++i) {
-            if (!b->rest[i])
-                continue;
-            const qt_ibox ob = qt_map_box(qt, qt->base.boxes[b->handles[i]]), nb = qt_map_box(qt, b->boxes[i]);
-            const qt_ibox ub = {ob.x0 < nb.x0 ? ob.x0 : nb.x0, ob.y0 < nb.y0 ? ob.y0 : nb.y0,
-                                ob.x1 > nb.x1 ? ob.x1 : nb.x1, ob.y1 > nb.y1 ? ob.y1 : nb.y1};
-            const qt_cell from = qt_descend(qt, qt_root, ub);
-            int32_t gained = 0;
-            qt_iter it;
-            qt_cell c;
-            qt_iter_start(&it, from);
-            while (qt_next_leaf(qt, &it, ub, &c)) {
-                const qt_ibox cb = qt_cell_box(c);
-                gained += qt_ibox_overlaps(cb, nb) && !qt_ibox_overlaps(cb, ob);
-            }
-            const int sh = QT_BITS - QT_PAR_DEPTH;
-            b->plan[j++] = (qt_plan){(int32_t)i,
-                                     from.depth >= QT_PAR_DEPTH ? (from.x >> sh) | (from.y >> sh) << QT_PAR_DEPTH
-                                                                : QT_PAR_BUCKETS,
-                                     gained, 0};
-        }
+    quadtree *qt = b->qt;
+    while (atomic_flag_test_and_set_explicit(&b->pool_lock, memory_order_acquire))
+        ;
+    const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
+    int64_t want = need - st->count;
+    const bool ok = want <= spare;
+    if (ok) {
+        want = want + QT_STASH_MORE <= spare ? want + QT_STASH_MORE : want;
+        for (; want > 0; --want)
+            qt_give(qt, st, qt_block_take(&qt->blocks));
     }
+    atomic_flag_clear_explicit(&b->pool_lock, memory_order_release);
+    return ok;
 }
 
-/// Runs buckets [begin, end)'s moves, each bucket in batch order with the
-/// blocks of its stash. Buckets are disjoint subtrees: the nodes, blocks,
-/// boxes and depths one writes no other reads.
+/// Runs the moves of the current level's buckets [begin, end), each bucket
+/// in batch order with blocks from its own stash. Buckets of one level are
+/// disjoint subtrees: the nodes, blocks, boxes and depths one writes no
+/// other reads. A bucket whose next move could need more blocks than the
+/// pool can give stops there (this thread finishes it).
 static void qt_batch_buckets(int32_t begin, int32_t end, int32_t worker, void *context)
 {
     (void)worker;
     qt_batch *b = context;
     quadtree *qt = b->qt;
-    for (int32_t k = begin; k < end; ++k) {
-        for (int32_t e = b->bucket[k]; e < b->bucket[k + 1]; ++e) {
-            qt_plan *m = &b->plan[b->order[e]];
+    for (int32_t j = begin; j < end; ++j) {
+        const int32_t k = qt_par_first[b->level] + j;
+        qt_stash *st = &b->stash[k];
+        for (int32_t e = b->start[k]; e < b->start[k + 1]; ++e) {
+            qt_plan *m = &b->plan[e];
             const qg_handle h = b->handles[m->i];
+            const qt_ibox nb = qt_map_box(qt, b->boxes[m->i]);
+            const int64_t need = qt_leaf_bound(qt, nb);
+            if (st->count < need && !qt_stash_fill(b, st, need)) {
+                b->stop[k] = e;
+                break;
+            }
             bool o = false;
-            (void)qt_move_slow(qt, NULL, h, b->boxes[m->i], qt_map_box(qt, qt->base.boxes[h]),
-                               qt_map_box(qt, b->boxes[m->i]), &o, &b->stash[k]); // cannot fail: a stash
+            (void)qt_move_slow(qt, NULL, h, b->boxes[m->i], qt_map_box(qt, qt->base.boxes[h]), nb, &o, st);
             m->over = o;
         }
     }
 }
 
-/// The moves that change leaves with several workers. Grow first: one
-/// reservation covers every block they may take (a move takes at most one
-/// per leaf it enters), so QG_ERR_NOMEM comes before any change and after
-/// it nothing can fail. Then the moves no subtree of QT_PAR_DEPTH holds run
-/// here, in batch order; each bucket is given its blocks from the pool;
-/// the buckets run on the workers; what their stashes kept goes back. The
-/// tree's branches do not change meanwhile (splits are deferred), so each
-/// move's bucket and blocks hold from the plan to the move.
+/// Puts plan entry e's element back to its old box (the moves are undone
+/// last first, so each undo finds the blocks its move gave up: in `stash`
+/// for a bucket's move, in the pool for this thread's).
+static void qt_batch_undo(quadtree *qt, const qt_batch *b, int32_t e, qt_stash *stash)
+{
+    const qt_plan *m = &b->plan[e];
+    qg_txn txn;
+    qg_txn_begin(&txn, &qt->base.alloc);
+    bool o;
+    (void)qt_move_slow(qt, &txn, b->handles[m->i], m->old, qt_map_box(qt, b->boxes[m->i]), qt_map_box(qt, m->old),
+                       &o, stash); // cannot fail (see above)
+}
+
+/// The serial share of a parallel batch, in order: the moves of no bucket,
+/// then each bucket's moves from where it stopped. Range r of them.
+static inline void qt_batch_serial_range(const qt_batch *b, int32_t r, int32_t *e0, int32_t *e1)
+{
+    const int32_t k = r == 0 ? QT_PAR_NONE : r - 1;
+    *e0 = r == 0 ? b->start[QT_PAR_NONE] : b->stop[k];
+    *e1 = b->start[k + 1];
+}
+
+/// The moves that change leaves with several workers. The buckets run level
+/// by level on the workers, each taking blocks from its stash, which it
+/// fills from the pool's spare capacity under a lock (blocks its moves give
+/// up stay in it, so a bucket comes back rarely); a bucket the pool cannot
+/// serve stops. This thread then runs the moves of no bucket and what the
+/// buckets left, allocating as any move does. QG_ERR_NOMEM there undoes
+/// every move of the call, last first: this thread's with the pool, then
+/// each bucket's with its own stash, which holds all it ever took, so an
+/// undo never needs a block it cannot find. The stashes go back to the pool
+/// last. The tree's branches do not change meanwhile (splits are deferred),
+/// so each move's bucket holds from the classification to the move.
 static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *b, int64_t rest)
 {
     qg_index *index = &qt->base;
-    const size_t bytes = QT_PLAN_BYTES(rest);
-    b->plan = qg_mem_alloc(&index->alloc, bytes);
+    b->plan = qg_mem_alloc(&index->alloc, (size_t)rest * sizeof(qt_plan));
     if (b->plan == NULL)
         return QG_ERR_NOMEM;
-    b->order = (int32_t *)(b->plan + rest);
-    b->bucket = b->order + rest;
-    b->stash = b->bucket + QT_PAR_BUCKETS + 2;
-    int64_t first = 0;
-    for (int32_t p = 0; p < b->parts; ++p) {
-        b->count[p].first = first;
-        first += b->count[p].rest;
+    // Each bucket's place, and each part's first entry in it.
+    int32_t at = 0;
+    for (int32_t k = 0; k <= QT_PAR_BUCKETS; ++k) {
+        b->start[k] = at;
+        for (int32_t p = 0; p < b->parts; ++p) {
+            int32_t *c = &b->cursor[(size_t)p * (QT_PAR_BUCKETS + 1) + k];
+            const int32_t m = *c;
+            *c = at;
+            at += m;
+        }
     }
-    qg_jobs_run(jobs, qt_batch_plan, b->parts, b);
-    int64_t blocks = 0;
-    for (int64_t j = 0; j < rest; ++j)
-        blocks += b->plan[j].gained;
-    qg_txn txn;
-    qg_txn_begin(&txn, &index->alloc);
-    if (!qt_blocks_reserve(&txn, &qt->blocks, blocks)) {
-        qg_txn_rollback(&txn);
-        qg_mem_free(&index->alloc, b->plan, bytes);
-        return QG_ERR_NOMEM;
+    b->start[QT_PAR_BUCKETS + 1] = at;
+    qg_jobs_run(jobs, qt_batch_scatter, b->parts, b);
+    for (int32_t k = 0; k < QT_PAR_BUCKETS; ++k) {
+        b->stash[k] = (qt_stash){-1, -1, 0};
+        b->stop[k] = b->start[k + 1];
     }
-    // Buckets in batch order (a counting sort), the moves of none last.
-    memset(b->bucket, 0, (QT_PAR_BUCKETS + 2) * sizeof(int32_t));
-    for (int64_t j = 0; j < rest; ++j)
-        b->bucket[b->plan[j].key + 1]++;
-    for (int32_t k = 0; k <= QT_PAR_BUCKETS; ++k)
-        b->bucket[k + 1] += b->bucket[k];
-    {
-        int32_t *at = b->stash; // its cursors, before the stashes are made
-        memcpy(at, b->bucket, (QT_PAR_BUCKETS + 1) * sizeof(int32_t));
-        for (int64_t j = 0; j < rest; ++j)
-            b->order[at[b->plan[j].key]++] = (int32_t)j;
+    atomic_flag_clear(&b->pool_lock);
+    for (b->level = 0; b->level < QT_PAR_LEVELS; ++b->level)
+        qg_jobs_run(jobs, qt_batch_buckets, qt_par_first[b->level + 1] - qt_par_first[b->level], b);
+
+    qg_status s = QG_OK;
+    int32_t r = 0, e = 0, e0, e1;
+    for (; r <= QT_PAR_BUCKETS && s == QG_OK; ++r) {
+        qt_batch_serial_range(b, r, &e0, &e1);
+        for (e = e0; e < e1; ++e) {
+            qt_plan *m = &b->plan[e];
+            const qg_handle h = b->handles[m->i];
+            qg_txn txn;
+            qg_txn_begin(&txn, &index->alloc);
+            bool o = false;
+            s = qt_move_slow(qt, &txn, h, b->boxes[m->i], qt_map_box(qt, index->boxes[h]),
+                             qt_map_box(qt, b->boxes[m->i]), &o, NULL);
+            if (s != QG_OK) {
+                qg_txn_rollback(&txn);
+                break;
+            }
+            m->over = o;
+        }
     }
-    for (int32_t e = b->bucket[QT_PAR_BUCKETS]; e < b->bucket[QT_PAR_BUCKETS + 1]; ++e) {
-        qt_plan *m = &b->plan[b->order[e]];
-        const qg_handle h = b->handles[m->i];
-        bool o = false;
-        (void)qt_move_slow(qt, &txn, h, b->boxes[m->i], qt_map_box(qt, index->boxes[h]),
-                           qt_map_box(qt, b->boxes[m->i]), &o, NULL); // cannot fail: reserved
-        m->over = o;
+    if (s != QG_OK) {
+        // Range r - 1 failed at entry e: back from there, then the buckets.
+        for (--r; r >= 0; --r) {
+            qt_batch_serial_range(b, r, &e0, &e1);
+            for (e = e < e1 ? e : e1; e-- > e0;)
+                qt_batch_undo(qt, b, e, NULL);
+            e = INT32_MAX;
+        }
+        for (int32_t k = QT_PAR_BUCKETS; k-- > 0;)
+            for (e = b->stop[k]; e-- > b->start[k];)
+                qt_batch_undo(qt, b, e, &b->stash[k]);
     }
     for (int32_t k = 0; k < QT_PAR_BUCKETS; ++k) {
-        b->stash[k] = -1;
-        for (int32_t e = b->bucket[k]; e < b->bucket[k + 1]; ++e)
-            for (int32_t g = b->plan[b->order[e]].gained; g > 0; --g) {
-                const int32_t blk = qt_block_take(&qt->blocks);
-                qt->blocks.data[blk].next = b->stash[k];
-                b->stash[k] = blk;
-            }
-    }
-    qg_jobs_run(jobs, qt_batch_buckets, QT_PAR_BUCKETS, b);
-    for (int32_t k = 0; k < QT_PAR_BUCKETS; ++k)
-        for (int32_t blk = b->stash[k]; blk >= 0;) {
-            const int32_t next = qt->blocks.data[blk].next;
-            qt_block_give(&qt->blocks, blk);
-            blk = next;
+        qt_stash *st = &b->stash[k];
+        if (st->count > 0) {
+            qt->blocks.data[st->tail].next = qt->blocks.free_head;
+            qt->blocks.free_head = st->head;
+            qt->blocks.live -= st->count;
         }
-    return QG_OK;
+    }
+    if (s != QG_OK)
+        qg_mem_free(&index->alloc, b->plan, (size_t)rest * sizeof(qt_plan));
+    return s;
+}
+
+/// Splits the leaves a move of the batch left over-full, once they are all
+/// done (`over` set, new box `nb`).
+static void qt_batch_split(quadtree *qt, qg_rect box)
+{
+    const qt_ibox nb = qt_map_box(qt, box);
+    qt_split_leaves(qt, qt_descend(qt, qt_root, nb), nb);
 }
 
 /// qg_move_many: the moves that keep their leaves (nearly all of an
 /// `agents` frame's with leaves of 21) classified and stored on the workers,
-/// the rest in batch order on this thread.
+/// the rest by subtree on the workers too (qt_batch_parallel), or in batch
+/// order on one thread.
 ///
 /// All or nothing without copying a million old boxes: the rest go first,
 /// with their splits deferred, so they change no other element's leaves or
@@ -1075,39 +1210,42 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
                                     const qg_rect *boxes, int32_t n)
 {
     quadtree *qt = (quadtree *)index;
-    const size_t head = sizeof(qt_batch) + (size_t)n;
+    const int32_t parts =
+        jobs == NULL ? 1 : jobs->worker_count < QT_BATCH_PARTS ? jobs->worker_count : QT_BATCH_PARTS;
+    const size_t cursor_bytes = parts > 1 ? (size_t)parts * (QT_PAR_BUCKETS + 1) * sizeof(int32_t) : 0;
+    const size_t head = sizeof(qt_batch) + cursor_bytes + (size_t)n * sizeof(uint16_t);
     qt_batch *b = qg_mem_alloc(&index->alloc, head);
     if (b == NULL)
         return QG_ERR_NOMEM;
     b->qt = qt;
     b->handles = handles;
     b->boxes = boxes;
-    b->rest = (uint8_t *)(b + 1);
     b->n = n;
-    b->parts = jobs == NULL ? 1 : jobs->worker_count < QT_BATCH_PARTS ? jobs->worker_count : QT_BATCH_PARTS;
-    qg_jobs_run(b->parts > 1 ? jobs : NULL, qt_batch_classify, b->parts, b);
+    b->parts = parts;
+    b->cursor = parts > 1 ? (int32_t *)(b + 1) : NULL;
+    b->key = (uint16_t *)((char *)(b + 1) + cursor_bytes);
+    if (parts > 1)
+        qt_par_held(b);
+    qg_jobs_run(parts > 1 ? jobs : NULL, qt_batch_classify, parts, b);
     int64_t rest = 0, outside = 0;
-    for (int32_t p = 0; p < b->parts; ++p) {
+    for (int32_t p = 0; p < parts; ++p) {
         rest += b->count[p].rest;
         outside += b->count[p].outside;
     }
-    if (b->parts > 1 && rest > 0) {
+    if (parts > 1 && rest > 0) {
         const qg_status s = qt_batch_parallel(qt, jobs, b, rest);
         if (s != QG_OK) {
             qg_mem_free(&index->alloc, b, head);
             return s;
         }
-        qg_jobs_run(jobs, qt_batch_store, b->parts, b);
+        qg_jobs_run(jobs, qt_batch_store, parts, b);
         qt->world.outside_moves += outside;
-        for (int64_t j = 0; j < rest; ++j) {
-            if (b->plan[j].over) {
-                const qt_ibox nb = qt_map_box(qt, boxes[b->plan[j].i]);
-                qt_split_leaves(qt, qt_descend(qt, qt_root, nb), nb);
-            }
-        }
+        for (int64_t e = 0; e < rest; ++e)
+            if (b->plan[e].over)
+                qt_batch_split(qt, boxes[b->plan[e].i]);
         if (qt->resplit)
             qt_resplit(qt);
-        qg_mem_free(&index->alloc, b->plan, QT_PLAN_BYTES(rest));
+        qg_mem_free(&index->alloc, b->plan, (size_t)rest * sizeof(qt_plan));
         qg_mem_free(&index->alloc, b, head);
         return QG_OK;
     }
@@ -1123,7 +1261,7 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
     int32_t done = 0, i = 0;
     qg_status s = QG_OK;
     for (; i < n && done < rest; ++i) {
-        if (!b->rest[i])
+        if (b->key[i] == QT_KEEP)
             continue;
         const qg_handle h = handles[i];
         qg_txn txn;
@@ -1141,7 +1279,7 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
         // Move i failed and changed nothing; the rest moves before it go
         // back, last first.
         while (i-- > 0) {
-            if (!b->rest[i])
+            if (b->key[i] == QT_KEEP)
                 continue;
             --done;
             qg_txn txn;
@@ -1154,15 +1292,13 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
         qg_mem_free(&index->alloc, b, head);
         return s;
     }
-    qg_jobs_run(b->parts > 1 ? jobs : NULL, qt_batch_store, b->parts, b);
+    qg_jobs_run(parts > 1 ? jobs : NULL, qt_batch_store, parts, b);
     qt->world.outside_moves += outside;
     for (int32_t i = 0, j = 0; i < n && j < rest; ++i) {
-        if (!b->rest[i])
+        if (b->key[i] == QT_KEEP)
             continue;
-        if (over[j++]) {
-            const qt_ibox nb = qt_map_box(qt, boxes[i]);
-            qt_split_leaves(qt, qt_descend(qt, qt_root, nb), nb);
-        }
+        if (over[j++])
+            qt_batch_split(qt, boxes[i]);
     }
     if (qt->resplit)
         qt_resplit(qt);
