@@ -896,10 +896,13 @@ static inline int32_t qt_par_bucket(int level, int32_t x, int32_t y)
 }
 
 /// A move that changes leaves, as the parallel batch runs it.
+/// Its boxes are copied here so the buckets read their moves in order
+/// rather than from two arrays at random.
 typedef struct qt_plan {
-    qg_rect old;  ///< its box before the batch (for an undo)
-    int32_t i;    ///< its place in the batch
-    int32_t over; ///< it left a leaf over-full (the split is deferred)
+    qg_rect old;   ///< its box before the batch (for an undo)
+    qg_rect box;   ///< its new box
+    qg_handle h;   ///< its element
+    int32_t over;  ///< it left a leaf over-full (the split is deferred)
 } qt_plan;
 
 /// A batch move's shared state. The parts' counts sit a cache line apart
@@ -1009,8 +1012,10 @@ static void qt_batch_scatter(int32_t begin, int32_t end, int32_t worker, void *c
         qg_part_range(b->n, p, b->parts, &i0, &i1);
         for (int64_t i = i0; i < i1; ++i) {
             const uint16_t k = b->key[i];
-            if (k != QT_KEEP)
-                b->plan[at[k]++] = (qt_plan){boxes[b->handles[i]], (int32_t)i, 0};
+            if (k != QT_KEEP) {
+                const qg_handle h = b->handles[i];
+                b->plan[at[k]++] = (qt_plan){boxes[h], b->boxes[i], h, 0};
+            }
         }
     }
 }
@@ -1064,17 +1069,24 @@ static void qt_batch_buckets(int32_t begin, int32_t end, int32_t worker, void *c
     for (int32_t j = begin; j < end; ++j) {
         const int32_t k = qt_par_first[b->level] + j;
         qt_stash *st = &b->stash[k];
-        for (int32_t e = b->start[k]; e < b->start[k + 1]; ++e) {
+        const int32_t e1 = b->start[k + 1];
+        for (int32_t e = b->start[k]; e < e1; ++e) {
+#if defined(__GNUC__)
+            // What the move writes outside the subtree lies anywhere.
+            if (e + 8 < e1) {
+                __builtin_prefetch(&qt->base.boxes[b->plan[e + 8].h], 1);
+                __builtin_prefetch(&qt->depths[b->plan[e + 8].h], 1);
+            }
+#endif
             qt_plan *m = &b->plan[e];
-            const qg_handle h = b->handles[m->i];
-            const qt_ibox nb = qt_map_box(qt, b->boxes[m->i]);
+            const qt_ibox nb = qt_map_box(qt, m->box);
             const int64_t need = qt_leaf_bound(qt, nb);
             if (st->count < need && !qt_stash_fill(b, st, need)) {
                 b->stop[k] = e;
                 break;
             }
             bool o = false;
-            (void)qt_move_slow(qt, NULL, h, b->boxes[m->i], qt_map_box(qt, qt->base.boxes[h]), nb, &o, st);
+            (void)qt_move_slow(qt, NULL, m->h, m->box, qt_map_box(qt, m->old), nb, &o, st);
             m->over = o;
         }
     }
@@ -1089,8 +1101,8 @@ static void qt_batch_undo(quadtree *qt, const qt_batch *b, int32_t e, qt_stash *
     qg_txn txn;
     qg_txn_begin(&txn, &qt->base.alloc);
     bool o;
-    (void)qt_move_slow(qt, &txn, b->handles[m->i], m->old, qt_map_box(qt, b->boxes[m->i]), qt_map_box(qt, m->old),
-                       &o, stash); // cannot fail (see above)
+    (void)qt_move_slow(qt, &txn, m->h, m->old, qt_map_box(qt, m->box), qt_map_box(qt, m->old), &o,
+                       stash); // cannot fail (see above)
 }
 
 /// The serial share of a parallel batch, in order: the moves of no bucket,
@@ -1146,12 +1158,10 @@ static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *
         qt_batch_serial_range(b, r, &e0, &e1);
         for (e = e0; e < e1; ++e) {
             qt_plan *m = &b->plan[e];
-            const qg_handle h = b->handles[m->i];
             qg_txn txn;
             qg_txn_begin(&txn, &index->alloc);
             bool o = false;
-            s = qt_move_slow(qt, &txn, h, b->boxes[m->i], qt_map_box(qt, index->boxes[h]),
-                             qt_map_box(qt, b->boxes[m->i]), &o, NULL);
+            s = qt_move_slow(qt, &txn, m->h, m->box, qt_map_box(qt, m->old), qt_map_box(qt, m->box), &o, NULL);
             if (s != QG_OK) {
                 qg_txn_rollback(&txn);
                 break;
@@ -1242,7 +1252,7 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
         qt->world.outside_moves += outside;
         for (int64_t e = 0; e < rest; ++e)
             if (b->plan[e].over)
-                qt_batch_split(qt, boxes[b->plan[e].i]);
+                qt_batch_split(qt, b->plan[e].box);
         if (qt->resplit)
             qt_resplit(qt);
         qg_mem_free(&index->alloc, b->plan, (size_t)rest * sizeof(qt_plan));
