@@ -16,6 +16,12 @@
 // - Queries search breadth-first with a queue (a ring on the C stack; the
 //   rare overflow of a very deep tree continues depth-first), testing each
 //   node's own bucket.
+// - A bucket's pairs are found in blocks of 256 elements copied to the C
+//   stack, each block against itself and every later one: the quadratic
+//   loop runs on contiguous boxes however long the bucket and however moves
+//   have shuffled its list (at 1,000,000 agents a depth-5 leaf holds about
+//   1,000; walking the list in the inner loop cost 2.7 s a frame, the
+//   blocks 0.8 s).
 // - Written as C, not as the C# of the text: nodes are 16 bytes in one array
 //   with children in blocks of 4 and a free list of blocks, and a bucket is
 //   an intrusive doubly-linked list threaded through two arrays indexed by

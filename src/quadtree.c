@@ -86,18 +86,23 @@
 //   (one radix sort), so consecutive descents share their nodes in cache:
 //   a bulk build of 1,000,000 boxes takes about three quarters of the time.
 // - qg_move_many on several workers (issue 12): the workers classify the
-//   moves and store the boxes of those that keep their leaves; the others
-//   (7% of an `agents` frame at 1,000,000) run by subtree: each node of
-//   depth 4 holding a move's old and new boxes is a bucket, the buckets run
-//   on the workers in batch order, each with the element blocks set aside
-//   for it (one per leaf its moves enter, reserved before anything
-//   changes, so QG_ERR_NOMEM changes nothing and nothing fails after it),
-//   the few moves no such node holds on this thread first, and the splits
-//   they call for after them all (the branches must not change while the
-//   buckets run). On one thread the same moves run in order, undone in
-//   reverse on QG_ERR_NOMEM. What is left serial: those splits, the
-//   buckets' blocks (taken from the free list one by one) and the cross
-//   moves: 2 threads gave about 1.2x at 1,000,000.
+//   moves, store the boxes of those that keep their leaves, and run the
+//   others (7% of an `agents` frame at 1,000,000) by subtree: a move's
+//   bucket is the deepest node of depth 4, 3 or 2 whose cell holds its old
+//   and new boxes, found by arithmetic in the classify pass (the tree's top
+//   levels are read once per batch). The buckets of one depth are disjoint
+//   subtrees, so they run at once, depth 4 first (95% of the moves); each
+//   takes element blocks from its own stash, which keeps the blocks its
+//   moves give up and is topped up from the pool under a lock, so the
+//   workers rarely meet. A bucket the pool cannot serve stops; this thread
+//   finishes it, and runs the few moves no bucket holds, allocating as any
+//   move does; QG_ERR_NOMEM there undoes every move of the call, last
+//   first, each bucket's within its own stash (which holds every block it
+//   ever took, so an undo cannot run short). Splits wait until all moves
+//   are done (the branches must not change while buckets run). On one
+//   thread the same moves run in batch order, undone in reverse on
+//   QG_ERR_NOMEM. Left serial: those splits and qg_cleanup's merge walk; 2
+//   threads gave 1.8-1.9x at 1,000,000 (README).
 #include "tree_common.h"
 
 #include <stdatomic.h>
