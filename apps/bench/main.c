@@ -837,7 +837,7 @@ static int run_scene_impl(const options *o, const bench_peer *p, qgw_scene_id id
         r->failed = true;
         return note("out of memory for scene %s, n=%d", qgw_scene_name(id), o->n), 1;
     }
-    const int32_t total_frames = o->frames + WARMUP_FRAMES;
+    const int32_t total_frames = o->frames + WARMUP_FRAMES + o->age;
     uint64_t *upd = calloc((size_t)total_frames, sizeof *upd);
     uint64_t *prs = calloc((size_t)total_frames, sizeof *prs);
     uint64_t *tot = calloc((size_t)total_frames, sizeof *tot);
@@ -918,9 +918,10 @@ static int run_scene_impl(const options *o, const bench_peer *p, qgw_scene_id id
     }
     progress_end(&prog);
 
-    /* The medians are over the frames after the warm-up; a run cut short
-     * before it got there reports the frames it ran. */
-    int32_t from = r->frames_done > WARMUP_FRAMES ? WARMUP_FRAMES : 0;
+    /* The medians are over the frames after the warm-up and --age; a run
+     * cut short before it got there reports its last frames. */
+    int32_t from = WARMUP_FRAMES + o->age;
+    if (r->frames_done <= from) from = r->frames_done > o->frames ? r->frames_done - o->frames : 0;
     r->measured = r->frames_done - from;
     r->update_ms = median_ms(upd + from, r->measured);
     r->pairs_ms = median_ms(prs + from, r->measured);
@@ -951,6 +952,7 @@ static void emit_scene(const options *o, qgw_scene_id id, const bench_peer *p,
         FI("n", o->n),
         FI("frames", r->measured),
         FI("threads", threads_of(o, p)),
+        FI("age", o->age),
         FD("build_ms", r->build_ms),
         FD("update_ms", r->update_ms),
         FD("pairs_ms", r->pairs_ms),
@@ -981,7 +983,7 @@ static bool in_bar(const bench_peer *p) {
 }
 
 static int run_scenes(const options *o, const bench_peer *impls, int impl_count) {
-    const int32_t total_frames = o->frames + WARMUP_FRAMES;
+    const int32_t total_frames = o->frames + WARMUP_FRAMES + o->age;
     qgw_sum *ref = calloc((size_t)total_frames, sizeof *ref);
     scene_worst *worst = calloc((size_t)impl_count, sizeof *worst);
     if (!ref || !worst) {
@@ -1179,7 +1181,7 @@ static void usage(FILE *f) {
           "  agents   N moving squares, all overlapping pairs every frame\n"
           "  mixed    agents with 1% of them 16 times larger (same options and fields)\n"
           "  scenes   the scene table (docs/scenes.md): every scene, every kind, beside\n"
-          "           sort-and-sweep; options --kind --n --frames --json --verify\n"
+          "           sort-and-sweep; options --kind --n --frames --age --json --verify\n"
           "           --scene NAME[,NAME] (agents,mixed,dragons,outside,huge,tiny)\n"
           "           --budget S (seconds one kind may take in one scene, default 20)\n"
           "  static   N boxes, window queries\n"
@@ -1197,7 +1199,7 @@ static void usage(FILE *f) {
           "  --kind K[,K...]|all  quadgrid kinds and peers (default all; --list shows them)\n"
           "  --n N                elements (agents/mixed/sparse/scenes/level 100000, static/insert 1000000)\n"
           "  --frames F           measured frames after 3 warm-up frames (default 60, scenes 10)\n"
-          "  --age F              agents, mixed, level: F more unmeasured frames before the measured\n"
+          "  --age F              agents, mixed, scenes, level: F more unmeasured frames before the measured\n"
           "                       ones, so the figures are those of an aged layout (default 0)\n"
           "  --threads T          workers for quadgrid's parallel calls (qg_move_many,\n"
           "                       qg_cleanup_parallel, qg_pairs_parallel; static: the queries\n"
@@ -1854,8 +1856,9 @@ int main(int argc, char **argv) {
         if (!have_frames) o.frames = 10;
         return run_check(&o);
     }
-    if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED && o.wl != W_DRIFT && o.wl != W_LEVEL) {
-        note("--age is an option of the agents, mixed, drift and level workloads");
+    if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED && o.wl != W_DRIFT && o.wl != W_LEVEL &&
+        o.wl != W_SCENES) {
+        note("--age is an option of the agents, mixed, scenes, drift and level workloads");
         return 2;
     }
     if (o.events && o.wl != W_LEVEL) {
