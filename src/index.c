@@ -514,10 +514,6 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     return s;
 }
 
-/// Parts qg_move_many's checks split into at most: each has a bitmap of
-/// all handles of its own, so more would cost memory, not time.
-#define QG_CHECK_PARTS 16
-
 /// Below this many moves the checks run as one part (a job costs more).
 #define QG_CHECK_SERIAL 16384
 
@@ -567,8 +563,9 @@ static void move_check_part(int32_t begin, int32_t end, int32_t worker, void *co
 /// The merge of the parts' maps: part p takes its share of the words and
 /// notes whether two maps share a bit there (a handle two parts list).
 typedef struct move_merge_task {
-    move_check_task *c;
-    int32_t parts;
+    const uint64_t *seen; ///< `maps` maps of `words` words
+    size_t words;
+    int32_t maps, parts;
     bool twice[QG_CHECK_PARTS];
 } move_merge_task;
 
@@ -576,21 +573,72 @@ static void move_merge_part(int32_t begin, int32_t end, int32_t worker, void *co
 {
     (void)worker;
     move_merge_task *m = context;
-    const move_check_task *c = m->c;
     for (int32_t p = begin; p < end; ++p) {
         int64_t w0, w1;
-        qg_part_range((int64_t)c->words, p, m->parts, &w0, &w1);
+        qg_part_range((int64_t)m->words, p, m->parts, &w0, &w1);
         bool twice = false;
         for (int64_t w = w0; w < w1; ++w) {
             uint64_t acc = 0;
-            for (int32_t q = 0; q < c->parts; ++q) {
-                const uint64_t v = c->seen[(size_t)q * c->words + (size_t)w];
+            for (int32_t q = 0; q < m->maps; ++q) {
+                const uint64_t v = m->seen[(size_t)q * m->words + (size_t)w];
                 twice |= (acc & v) != 0;
                 acc |= v;
             }
         }
         m->twice[p] = twice;
     }
+}
+
+/// True when two of the maps share a bit: a handle two parts listed.
+static bool move_maps_share(const qg_jobs *jobs, const uint64_t *seen, size_t words, int32_t maps)
+{
+    move_merge_task m;
+    m.seen = seen;
+    m.words = words;
+    m.maps = maps;
+    m.parts = jobs == NULL ? 1 : jobs->worker_count < QG_CHECK_PARTS ? jobs->worker_count : QG_CHECK_PARTS;
+    qg_jobs_run(m.parts > 1 ? jobs : NULL, move_merge_part, m.parts, &m);
+    bool twice = false;
+    for (int32_t p = 0; p < m.parts; ++p)
+        twice |= m.twice[p];
+    return twice;
+}
+
+qg_status qg_move_checks_begin(qg_move_checks *c, qg_index *index, const qg_jobs *jobs, int32_t n)
+{
+    c->index = index;
+    c->n = n;
+    c->workers = jobs == NULL ? 1 : jobs->worker_count;
+    c->words = ((size_t)index->box_high + 63) / 64;
+    const size_t bytes = (size_t)c->workers * c->words * sizeof(uint64_t);
+    c->seen = qg_mem_alloc(&index->alloc, bytes);
+    if (c->seen == NULL)
+        return QG_ERR_NOMEM;
+    memset(c->seen, 0, bytes);
+    for (int32_t w = 0; w < c->workers; ++w) {
+        c->w[w].bad = n;
+        c->w[w].status = QG_OK;
+        c->w[w].twice = false;
+    }
+    return QG_OK;
+}
+
+qg_status qg_move_checks_end(qg_move_checks *c, const qg_jobs *jobs)
+{
+    int32_t bad = c->n;
+    qg_status status = QG_OK;
+    bool twice = false;
+    for (int32_t w = 0; w < c->workers; ++w) {
+        if (c->w[w].bad < bad) {
+            bad = c->w[w].bad;
+            status = c->w[w].status;
+        }
+        twice |= c->w[w].twice;
+    }
+    if (status == QG_OK && !twice && c->workers > 1)
+        twice = move_maps_share(jobs, c->seen, c->words, c->workers);
+    qg_mem_free(&c->index->alloc, c->seen, (size_t)c->workers * c->words * sizeof(uint64_t));
+    return status != QG_OK ? status : twice ? QG_ERR_INVALID : QG_OK;
 }
 
 qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, const qg_rect *boxes,
@@ -600,6 +648,10 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
         return QG_ERR_INVALID;
     if (n == 0)
         return QG_OK;
+    // A kind that checks the moves in its own first pass saves one.
+    if (index->klass->move_many_checked != NULL && index->engine == NULL &&
+        (jobs == NULL || jobs->worker_count <= QG_CHECK_PARTS))
+        return index->klass->move_many_checked(index, jobs, handles, boxes, n);
     // Every move is checked before anything changes: the first bad one (in
     // batch order) decides the answer, and a handle listed twice would make
     // the answer depend on order (and race in a parallel move). At 1,000,000
@@ -629,14 +681,8 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
             status = t->bad_status[p]; // parts are in batch order: the first is the first
         twice |= t->twice[p];
     }
-    if (status == QG_OK && !twice && t->parts > 1) {
-        move_merge_task m;
-        m.c = t;
-        m.parts = t->parts;
-        qg_jobs_run(jobs, move_merge_part, m.parts, &m);
-        for (int32_t p = 0; p < m.parts; ++p)
-            twice |= m.twice[p];
-    }
+    if (status == QG_OK && !twice && t->parts > 1)
+        twice = move_maps_share(jobs, t->seen, t->words, t->parts);
     qg_mem_free(&index->alloc, t->seen, map_bytes);
     qg_mem_free(&index->alloc, t, sizeof *t);
     if (status != QG_OK)

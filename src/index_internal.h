@@ -82,6 +82,12 @@ struct qg_kind_class {
     /// before any change.
     qg_status (*move_many)(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
                            const qg_rect *boxes, int32_t n);
+    /// move_many, unchecked: the kind checks the moves in its first pass
+    /// (qg_move_checks) and answers as index.c's checks would, before any
+    /// change. Optional; called without the engine's layer and with at most
+    /// QG_CHECK_PARTS workers.
+    qg_status (*move_many_checked)(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                   const qg_rect *boxes, int32_t n);
     /// cleanup() with its work spread over `jobs` (never NULL here).
     void (*cleanup_parallel)(qg_index *index, const qg_jobs *jobs);
     /// qg_raycast with valid arguments and at least one element.
@@ -193,6 +199,76 @@ static inline bool qg_slot_live(const qg_index *index, qg_handle h)
 {
     return h >= 0 && h < index->box_high && !isnan(index->boxes[h].min_x);
 }
+
+/// qg_move_many's checks split over at most this many workers, each with a
+/// map of the handles (more would make the maps cost more than they save).
+#define QG_CHECK_PARTS 16
+
+/// qg_move_many's checks made during a kind's own first pass over the moves,
+/// which must only read the index (qg_kind_class.move_many_checked): one
+/// pass over a million moves fewer than checking first. Each worker notes
+/// the first bad move it saw and marks the handles it saw in a map of its
+/// own; qg_move_checks_end merges them. Same answers as the checks of
+/// qg_move_many: the first bad move in batch order decides, then a handle
+/// listed twice.
+typedef struct qg_move_checks {
+    qg_index *index;
+    int32_t n, workers;
+    size_t words;   ///< words of one map
+    uint64_t *seen; ///< the workers' maps
+    struct {
+        int32_t bad;      ///< first bad move the worker saw, or n
+        qg_status status; ///< what was wrong with it
+        bool twice;       ///< a handle the worker saw twice
+        uint8_t pad[64 - 2 * sizeof(int32_t) - sizeof(bool)];
+    } w[QG_CHECK_PARTS]; ///< a cache line each: the workers write them at once
+} qg_move_checks;
+
+/// Takes the maps (QG_ERR_NOMEM, nothing taken). At most QG_CHECK_PARTS
+/// workers; the engine's layer must be off (live means in the kind).
+qg_status qg_move_checks_begin(qg_move_checks *c, qg_index *index, const qg_jobs *jobs, int32_t n);
+
+/// What is wrong with moving h to box: QG_ERR_HANDLE, QG_ERR_INVALID, or
+/// QG_OK. Reads only: a pass can keep its state in registers around it.
+static inline qg_status qg_move_fault(const qg_index *index, qg_handle h, qg_rect box)
+{
+    if (!qg_slot_live(index, h))
+        return QG_ERR_HANDLE;
+    return qg_box_valid(box) ? QG_OK : QG_ERR_INVALID;
+}
+
+/// Marks h in a worker's map (qg_move_checks_map); true when it was marked.
+static inline bool qg_move_mark(uint64_t *map, qg_handle h)
+{
+    uint64_t *word = &map[(uint32_t)h >> 6];
+    const uint64_t bit = 1ull << ((uint32_t)h & 63);
+    const bool seen = (*word & bit) != 0;
+    *word |= bit;
+    return seen;
+}
+
+/// The map of `worker` (< c->workers: two ranges that run at once must pass
+/// different ones).
+static inline uint64_t *qg_move_checks_map(qg_move_checks *c, int32_t worker)
+{
+    return c->seen + (size_t)worker * c->words;
+}
+
+/// Notes what a worker's range found: its first bad move (`status` not
+/// QG_OK) and whether it saw a handle twice. Once per range, so the pass
+/// writes nothing shared move by move.
+static inline void qg_move_checks_note(qg_move_checks *c, int32_t worker, int32_t i, qg_status status, bool twice)
+{
+    if (status != QG_OK && i < c->w[worker].bad) {
+        c->w[worker].bad = i;
+        c->w[worker].status = status;
+    }
+    c->w[worker].twice |= twice;
+}
+
+/// The checks' answer (QG_OK, QG_ERR_HANDLE or QG_ERR_INVALID); gives the
+/// maps back.
+qg_status qg_move_checks_end(qg_move_checks *c, const qg_jobs *jobs);
 
 /// Reports an unordered pair with the smaller handle first.
 static inline bool qg_report_pair(qg_pair_fn *fn, void *user, qg_handle a, qg_handle b)

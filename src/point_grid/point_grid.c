@@ -355,7 +355,8 @@ typedef struct pg_batch_task {
     point_grid *g;
     const qg_handle *handles;
     const qg_rect *boxes;
-    uint8_t *rest; ///< per move: 1 = past the common case
+    uint8_t *rest;        ///< per move: 1 = past the common case
+    qg_move_checks *chk;  ///< the moves' checks, made in the classification; NULL: index.c made them
     pg_batch_count count[PG_MAX_WORKERS];
 } pg_batch_task;
 
@@ -400,9 +401,23 @@ static void pg_batch_classify(int32_t begin, int32_t end, int32_t worker, void *
     uint8_t *flags = t->rest;
     int32_t in[PG_LEVELS] = {0}, rest = 0;
     uint32_t touched = 0;
-    for (int32_t i = begin; i < end; ++i) {
+    // The checks (when this pass makes them): the map's word stores are
+    // the only shared writes, and they touch the map alone.
+    qg_move_checks *chk = t->chk;
+    const int32_t slot = chk != NULL ? worker % chk->workers : 0; // worker < workers, for a job system that keeps to it
+    uint64_t *map = chk != NULL ? qg_move_checks_map(chk, slot) : NULL;
+    const qg_index *base = &g->base;
+    qg_status fault = QG_OK;
+    bool twice = false;
+    int32_t i = begin;
+    for (; i < end; ++i) {
         const qg_handle h = handles[i];
         const qg_rect box = boxes[i];
+        if (map != NULL) {
+            if ((fault = qg_move_fault(base, h, box)) != QG_OK)
+                break; // the call fails; the rest of the range comes later in the batch
+            twice |= qg_move_mark(map, h);
+        }
         const int32_t k = pg_level_bits(hb[h]);
         const bool store = pg_move_is_store(g, h, box);
         flags[i] = !store;
@@ -414,6 +429,8 @@ static void pg_batch_classify(int32_t begin, int32_t end, int32_t worker, void *
         const int32_t kn = pg_level_of(g, box);
         in[kn] += kn != k;
     }
+    if (chk != NULL)
+        qg_move_checks_note(chk, slot, i, fault, twice);
     pg_batch_count *c = &t->count[worker % PG_MAX_WORKERS];
     for (int32_t k = 0; k < PG_LEVELS; ++k)
         c->in[k] += in[k];
@@ -441,19 +458,38 @@ static void pg_batch_store(int32_t begin, int32_t end, int32_t worker, void *con
 /// for) is made before any change, so QG_ERR_NOMEM leaves the index as it
 /// was. The rest then never allocates (a re-fit's new want waits for the
 /// next insert or move, as with any qg_cleanup's).
-static qg_status point_grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
-                                      const qg_rect *boxes, int32_t n)
+///
+/// With `chk`, the classification makes qg_move_many's checks too (it reads
+/// each move's handle and old box anyway), and a bad batch is answered
+/// before any reservation.
+static qg_status pg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, const qg_rect *boxes,
+                              int32_t n, qg_move_checks *chk)
 {
     point_grid *g = (point_grid *)index;
     pg_batch_task *t = qg_mem_alloc(&index->alloc, sizeof *t + (size_t)n);
     if (t == NULL)
         return QG_ERR_NOMEM;
+    if (chk != NULL) {
+        const qg_status s = qg_move_checks_begin(chk, index, jobs, n);
+        if (s != QG_OK) {
+            qg_mem_free(&index->alloc, t, sizeof *t + (size_t)n);
+            return s;
+        }
+    }
     memset(t->count, 0, sizeof t->count);
     t->g = g;
     t->handles = handles;
     t->boxes = boxes;
     t->rest = (uint8_t *)(t + 1);
+    t->chk = chk;
     qg_jobs_run(jobs, pg_batch_classify, n, t);
+    if (chk != NULL) {
+        const qg_status s = qg_move_checks_end(chk, jobs);
+        if (s != QG_OK) {
+            qg_mem_free(&index->alloc, t, sizeof *t + (size_t)n);
+            return s;
+        }
+    }
     int32_t in[PG_LEVELS] = {0}, rest = 0;
     uint32_t touched = 0;
     for (int32_t w = 0; w < PG_MAX_WORKERS; ++w) {
@@ -508,6 +544,19 @@ static qg_status point_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
     }
     qg_mem_free(&index->alloc, t, sizeof *t + (size_t)n);
     return QG_OK;
+}
+
+static qg_status point_grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                      const qg_rect *boxes, int32_t n)
+{
+    return pg_move_many(index, jobs, handles, boxes, n, NULL);
+}
+
+static qg_status point_grid_move_many_checked(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                              const qg_rect *boxes, int32_t n)
+{
+    qg_move_checks chk;
+    return pg_move_many(index, jobs, handles, boxes, n, &chk);
 }
 
 /// Gives back the spare capacity of a per-handle or per-slot array.
@@ -932,6 +981,7 @@ static void point_grid_pairs_part(const qg_index *index, int32_t part, int32_t p
 }
 
 QG_KIND_CLASS_EX(point_grid, QG_POINT_GRID, point_grid, .pairs_part = point_grid_pairs_part,
-                 .move_many = point_grid_move_many, .cleanup_parallel = point_grid_cleanup_parallel,
+                 .move_many = point_grid_move_many, .move_many_checked = point_grid_move_many_checked,
+                 .cleanup_parallel = point_grid_cleanup_parallel,
                  .raycast = qg_pg_raycast, .nearest = qg_pg_nearest, .insert_many = point_grid_insert_many);
 
