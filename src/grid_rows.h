@@ -1809,7 +1809,11 @@ static inline void gr_raycast(const gr_grid *g, const qg_index *index, qg_ray *r
             if (row->cells[x] < 0)
                 continue;
             double te = ta;
-            if (r->dx != 0.0f) {
+            // The clamped end column on the side the walk comes from reaches
+            // to infinity (as the end rows' bands do): a segment that starts
+            // beyond its nominal edge is inside it from t = 0.
+            const bool open = sx > 0 ? ux <= -(int32_t)GR_REACH : ux >= (int32_t)GR_REACH;
+            if (r->dx != 0.0f && !open) {
                 // The segment enters this (widened) column at tc: past
                 // max_t, so are the columns after it.
                 const double edge = sx > 0 ? gr_line(g, ux, g->org[0]) - hc : gr_line(g, (int64_t)ux + 1, g->org[0]) + hc;

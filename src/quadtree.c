@@ -317,11 +317,6 @@ static inline bool qt_same_cells(qt_ibox a, qt_ibox b, int depth)
            ((a.y0 >> shift) == (b.y0 >> shift)) & ((a.y1 >> shift) == (b.y1 >> shift));
 }
 
-static inline int qt_popcount4(unsigned m)
-{
-    return (int)((m & 1) + (m >> 1 & 1) + (m >> 2 & 1) + (m >> 3 & 1));
-}
-
 /// The deepest node under `c` whose cell contains all of b (b inside c). The
 /// deepest level that can hold b is read off the highest bit in which b's
 /// corners differ, so the walk down only follows coordinate bits.
