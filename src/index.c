@@ -517,46 +517,42 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
 /// Below this many moves the checks run as one part (a job costs more).
 #define QG_CHECK_SERIAL 16384
 
-/// qg_move_many's checks. Each part takes its share of the moves in order,
-/// notes its first bad one, and marks its handles in a bitmap of its own
-/// (no atomics: a repeat within the part is seen as it is marked, a repeat
-/// across parts when the maps are merged).
+/// qg_move_many's checks as a pass of their own (qg_move_checks, one map
+/// per part). Each part takes its share of the moves in order and notes its
+/// first bad one (no atomics: a repeat within the part is seen as it is
+/// marked, a repeat across parts when the maps are merged).
 typedef struct move_check_task {
-    const qg_index *index;
+    qg_move_checks c;
     const qg_handle *handles;
     const qg_rect *boxes;
-    int32_t n, parts;
-    size_t words;
-    uint64_t *seen; ///< parts maps of `words` words
-    int32_t bad[QG_CHECK_PARTS];         ///< first bad move of the part, or n
-    qg_status bad_status[QG_CHECK_PARTS];
-    bool twice[QG_CHECK_PARTS];          ///< a handle the part lists twice
 } move_check_task;
 
 static void move_check_part(int32_t begin, int32_t end, int32_t worker, void *context)
 {
     (void)worker;
     move_check_task *t = context;
+    qg_move_checks *c = &t->c;
     for (int32_t p = begin; p < end; ++p) {
         int64_t i0, i1;
-        qg_part_range(t->n, p, t->parts, &i0, &i1);
-        uint64_t *seen = t->seen + (size_t)p * t->words;
-        memset(seen, 0, t->words * sizeof(uint64_t));
-        t->bad[p] = t->n;
-        t->twice[p] = false;
+        qg_part_range(c->n, p, c->workers, &i0, &i1);
+        uint64_t *map = qg_move_checks_map(c, p);
+        qg_status fault = QG_OK;
         bool twice = false;
-        for (int64_t i = i0; i < i1; ++i) {
+        int64_t i = i0;
+        for (; i < i1; ++i) {
             const qg_handle h = t->handles[i];
-            if (!qg_handle_live(t->index, h) || !box_valid(t->boxes[i])) {
-                t->bad[p] = (int32_t)i;
-                t->bad_status[p] = qg_handle_live(t->index, h) ? QG_ERR_INVALID : QG_ERR_HANDLE;
+            // Live in the kind or in the engine's layer.
+            if (!qg_handle_live(c->index, h)) {
+                fault = QG_ERR_HANDLE;
                 break;
             }
-            const uint64_t bit = 1ull << ((uint32_t)h & 63);
-            twice |= (seen[(uint32_t)h >> 6] & bit) != 0;
-            seen[(uint32_t)h >> 6] |= bit;
+            if (!box_valid(t->boxes[i])) {
+                fault = QG_ERR_INVALID;
+                break;
+            }
+            twice |= qg_move_mark(map, h);
         }
-        t->twice[p] = twice;
+        qg_move_checks_note(c, p, (int32_t)i, fault, twice);
     }
 }
 
@@ -604,11 +600,11 @@ static bool move_maps_share(const qg_jobs *jobs, const uint64_t *seen, size_t wo
     return twice;
 }
 
-qg_status qg_move_checks_begin(qg_move_checks *c, qg_index *index, const qg_jobs *jobs, int32_t n)
+qg_status qg_move_checks_begin(qg_move_checks *c, qg_index *index, int32_t workers, int32_t n)
 {
     c->index = index;
     c->n = n;
-    c->workers = jobs == NULL ? 1 : jobs->worker_count;
+    c->workers = workers;
     c->words = ((size_t)index->box_high + 63) / 64;
     const size_t bytes = (size_t)c->workers * c->words * sizeof(uint64_t);
     c->seen = qg_mem_alloc(&index->alloc, bytes);
@@ -659,36 +655,19 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
     move_check_task *t = qg_mem_alloc(&index->alloc, sizeof *t);
     if (t == NULL)
         return QG_ERR_NOMEM;
-    t->index = index;
     t->handles = handles;
     t->boxes = boxes;
-    t->n = n;
-    t->parts = jobs == NULL || n < QG_CHECK_SERIAL ? 1
-               : jobs->worker_count < QG_CHECK_PARTS ? jobs->worker_count
-                                                     : QG_CHECK_PARTS;
-    t->words = ((size_t)index->box_high + 63) / 64;
-    const size_t map_bytes = (size_t)t->parts * t->words * sizeof(uint64_t);
-    t->seen = qg_mem_alloc(&index->alloc, map_bytes);
-    if (t->seen == NULL) {
-        qg_mem_free(&index->alloc, t, sizeof *t);
-        return QG_ERR_NOMEM;
+    const int32_t parts = jobs == NULL || n < QG_CHECK_SERIAL ? 1
+                          : jobs->worker_count < QG_CHECK_PARTS ? jobs->worker_count
+                                                                : QG_CHECK_PARTS;
+    qg_status status = qg_move_checks_begin(&t->c, index, parts, n);
+    if (status == QG_OK) {
+        qg_jobs_run(parts > 1 ? jobs : NULL, move_check_part, parts, t);
+        status = qg_move_checks_end(&t->c, jobs);
     }
-    qg_jobs_run(t->parts > 1 ? jobs : NULL, move_check_part, t->parts, t);
-    qg_status status = QG_OK;
-    bool twice = false;
-    for (int32_t p = 0; p < t->parts && status == QG_OK; ++p) {
-        if (t->bad[p] < n)
-            status = t->bad_status[p]; // parts are in batch order: the first is the first
-        twice |= t->twice[p];
-    }
-    if (status == QG_OK && !twice && t->parts > 1)
-        twice = move_maps_share(jobs, t->seen, t->words, t->parts);
-    qg_mem_free(&index->alloc, t->seen, map_bytes);
     qg_mem_free(&index->alloc, t, sizeof *t);
     if (status != QG_OK)
         return status;
-    if (twice)
-        return QG_ERR_INVALID;
     if (index->engine != NULL) {
         if (qg_engine_any_static(index, handles, n))
             return move_many_serial(index, handles, boxes, n);

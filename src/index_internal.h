@@ -224,12 +224,13 @@ typedef struct qg_move_checks {
     } w[QG_CHECK_PARTS]; ///< a cache line each: the workers write them at once
 } qg_move_checks;
 
-/// Takes the maps (QG_ERR_NOMEM, nothing taken). At most QG_CHECK_PARTS
-/// workers; the engine's layer must be off (live means in the kind).
-qg_status qg_move_checks_begin(qg_move_checks *c, qg_index *index, const qg_jobs *jobs, int32_t n);
+/// Takes the maps of `workers` (1 to QG_CHECK_PARTS) workers or parts
+/// (QG_ERR_NOMEM, nothing taken).
+qg_status qg_move_checks_begin(qg_move_checks *c, qg_index *index, int32_t workers, int32_t n);
 
 /// What is wrong with moving h to box: QG_ERR_HANDLE, QG_ERR_INVALID, or
-/// QG_OK. Reads only: a pass can keep its state in registers around it.
+/// QG_OK, without the engine's layer (live means in the kind). Reads only:
+/// a pass can keep its state in registers around it.
 static inline qg_status qg_move_fault(const qg_index *index, qg_handle h, qg_rect box)
 {
     if (!qg_slot_live(index, h))

@@ -470,7 +470,7 @@ static qg_status pg_move_many(qg_index *index, const qg_jobs *jobs, const qg_han
     if (t == NULL)
         return QG_ERR_NOMEM;
     if (chk != NULL) {
-        const qg_status s = qg_move_checks_begin(chk, index, jobs, n);
+        const qg_status s = qg_move_checks_begin(chk, index, jobs == NULL ? 1 : jobs->worker_count, n);
         if (s != QG_OK) {
             qg_mem_free(&index->alloc, t, sizeof *t + (size_t)n);
             return s;
