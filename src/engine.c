@@ -40,10 +40,24 @@ static bool reserve_filters(qg_engine *e, qg_txn *txn, int64_t high)
     return true;
 }
 
+static bool reserve_cache(qg_engine *e, qg_txn *txn, int64_t n)
+{
+    if (n < 1)
+        n = 1;
+    const int32_t old_words = e->stale_cap;
+    if (!(qg_txn_reserve(txn, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), n) &&
+          qg_txn_reserve(txn, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), n) &&
+          qg_txn_reserve(txn, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), (n + 63) / 64) &&
+          qg_txn_reserve(txn, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * ((n + 63) / 64))))
+        return false;
+    memset(e->stale + old_words, 0, (size_t)(e->stale_cap - old_words) * sizeof(uint64_t));
+    return true;
+}
+
 static bool reserve_dyn(qg_engine *e, qg_txn *txn, int64_t n)
 {
     return qg_txn_reserve(txn, (void **)&e->dyn, &e->dyn_cap, sizeof(qg_handle), n) &&
-           qg_txn_reserve(txn, (void **)&e->sort, &e->sort_cap, sizeof(uint64_t), 2 * n);
+           (e->cache == NULL || reserve_cache(e, txn, n));
 }
 
 bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_t add)
@@ -56,16 +70,25 @@ bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_
 
 /// Room for a rebuild of `total` items with `pending` handles taken in, in
 /// both the current and the next arrays (after a rebuild they swap, and a
-/// later one must find room without allocating).
+/// later one must find room without allocating), and the dynamic elements'
+/// caches, made here when the index gets its first static element.
 static bool reserve_rebuild(qg_index *index, qg_txn *txn, int64_t total, int64_t pending)
 {
-    qg_static_layer *l = &index->engine->layer;
+    qg_engine *e = index->engine;
+    qg_static_layer *l = &e->layer;
     const int64_t starts = qg_static_start_bound(total);
-    return qg_txn_reserve(txn, (void **)&l->items, &l->item_cap, sizeof(qg_static_item), total) &&
-           qg_txn_reserve(txn, (void **)&l->next_items, &l->next_items_cap, sizeof(qg_static_item), total) &&
-           qg_txn_reserve(txn, (void **)&l->start, &l->start_cap, sizeof(int32_t), starts) &&
-           qg_txn_reserve(txn, (void **)&l->next_start, &l->next_start_cap, sizeof(int32_t), starts) &&
-           qg_txn_reserve(txn, (void **)&index->engine->pend, &index->engine->pend_cap, sizeof(qg_handle), pending);
+    const bool made = e->cache == NULL;
+    if (!(qg_txn_reserve(txn, (void **)&l->items, &l->item_cap, sizeof(qg_static_item), total) &&
+          qg_txn_reserve(txn, (void **)&l->next_items, &l->next_items_cap, sizeof(qg_static_item), total) &&
+          qg_txn_reserve(txn, (void **)&l->start, &l->start_cap, sizeof(int32_t), starts) &&
+          qg_txn_reserve(txn, (void **)&l->next_start, &l->next_start_cap, sizeof(int32_t), starts) &&
+          qg_txn_reserve(txn, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle), pending) &&
+          (!made || reserve_cache(e, txn, e->dyn_count))))
+        return false;
+    if (made)
+        for (int32_t i = 0; i < e->dyn_count; ++i)
+            qg_cache_start(l, &e->cache[i], &e->fat[i], e->dyn[i], index->boxes[e->dyn[i]], e->frame);
+    return true;
 }
 
 /// Nothing pending: the rebuild's spare arrays go back to the allocator.
@@ -78,9 +101,13 @@ static void release_rebuild(qg_index *index)
     qg_array_free(&index->alloc, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle));
 }
 
-static void dyn_put(qg_engine *e, qg_handle h)
+/// h (its box in index->boxes) joins the dynamic elements.
+static void dyn_put(qg_index *index, qg_handle h)
 {
+    qg_engine *e = index->engine;
     e->dyn_pos[h] = e->dyn_count;
+    if (e->cache != NULL)
+        qg_cache_start(&e->layer, &e->cache[e->dyn_count], &e->fat[e->dyn_count], h, index->boxes[h], e->frame);
     e->dyn[e->dyn_count++] = h;
 }
 
@@ -90,6 +117,25 @@ static void dyn_take(qg_engine *e, qg_handle h)
     const qg_handle last = e->dyn[--e->dyn_count];
     e->dyn[pos] = last;
     e->dyn_pos[last] = pos;
+    if (e->cache != NULL) {
+        const int32_t last_pos = e->dyn_count;
+        e->cache[pos] = e->cache[last_pos];
+        e->fat[pos] = e->fat[last_pos];
+        const uint64_t bit = e->stale[last_pos >> 6] >> (last_pos & 63) & 1;
+        e->stale[last_pos >> 6] &= ~((uint64_t)1 << (last_pos & 63));
+        e->stale[pos >> 6] = (e->stale[pos >> 6] & ~((uint64_t)1 << (pos & 63))) | bit << (pos & 63);
+    }
+}
+
+/// No static element left: the caches go back to the allocator.
+static void release_cache(qg_engine *e, qg_alloc *a)
+{
+    qg_array_free(a, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache));
+    qg_array_free(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect));
+    qg_array_free(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t));
+    qg_array_free(a, (void **)&e->order, &e->order_cap, sizeof(uint64_t));
+    e->any_stale = false;
+    e->cache_gen = 0;
 }
 
 static int32_t layer_pos(const qg_index *index, qg_handle h)
@@ -111,7 +157,7 @@ void qg_engine_destroy(qg_index *index)
     qg_array_free(a, (void **)&e->dyn_pos, &e->dyn_pos_cap, sizeof(int32_t));
     qg_array_free(a, (void **)&e->filters, &e->filters_cap, sizeof(qg_filter));
     qg_array_free(a, (void **)&e->dyn, &e->dyn_cap, sizeof(qg_handle));
-    qg_array_free(a, (void **)&e->sort, &e->sort_cap, sizeof(uint64_t));
+    release_cache(e, a);
     qg_array_free(a, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle));
     qg_array_free(a, (void **)&e->prev, &e->prev_cap, sizeof(uint64_t));
     qg_static_free(a, &e->layer);
@@ -141,8 +187,7 @@ static qg_engine *engine_get(qg_index *index)
     }
     for (qg_handle h = 0; h < index->box_high; ++h)
         if (qg_slot_live(index, h))
-            dyn_put(e, h);
-    e->resort = true;
+            dyn_put(index, h);
     return e;
 }
 
@@ -157,7 +202,7 @@ void qg_engine_inserted(qg_index *index, qg_handle h)
 {
     qg_engine *e = index->engine;
     e->flags[h] &= QG_F_REBORN;
-    dyn_put(e, h);
+    dyn_put(index, h);
 }
 
 void qg_engine_remove(qg_index *index, qg_handle h)
@@ -219,7 +264,6 @@ qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box)
     }
     e->flags[h] |= QG_F_STATIC | QG_F_MOVED;
     e->pending++;
-    e->moves++;
     return QG_OK;
 }
 
@@ -229,8 +273,7 @@ void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old)
     qg_static_layer *l = &e->layer;
     index->klass->remove(index, h);
     index->count--;
-    l->items[pos].box = old;
-    l->live++;
+    qg_static_revive(l, pos, old);
     qg_rect *slot = &index->boxes[h];
     slot->min_x = NAN;
     memcpy(&slot->min_y, &pos, sizeof pos);
@@ -289,7 +332,7 @@ qg_status qg_set_static(qg_index *index, qg_handle handle, bool is_static)
         e->pending--;
     }
     e->flags[handle] &= QG_F_REBORN;
-    dyn_put(e, handle);
+    dyn_put(index, handle);
     return QG_OK;
 }
 
@@ -363,29 +406,72 @@ static void radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit)
         memcpy(keys, from, (size_t)n * sizeof(uint64_t));
 }
 
-/// Orders the dynamic list by the layer's finest cells, so the join reads
-/// the layer in order and each agent finds its neighbours' cells in cache.
-static void sort_dyn(qg_index *index)
+static void radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit);
+
+typedef struct refill_task {
+    qg_index *index;
+    int64_t words;
+    int32_t parts;
+} refill_task;
+
+static void refill_part(int32_t begin, int32_t end, int32_t worker, void *context)
 {
-    qg_engine *e = index->engine;
-    const int32_t n = e->dyn_count;
-    uint64_t *keys = e->sort, *scratch = e->sort + n;
-    for (int32_t i = 0; i < n; ++i) {
-        const qg_handle h = e->dyn[i];
-        const qg_rect r = index->boxes[h];
-        keys[i] = (uint64_t)qg_static_order_key(&e->layer, r.min_x, r.min_y) << 32 | (uint32_t)h;
-    }
-    radix_sort(keys, scratch, n, 32);
-    for (int32_t i = 0; i < n; ++i) {
-        const qg_handle h = (qg_handle)(uint32_t)keys[i];
-        e->dyn[i] = h;
-        e->dyn_pos[h] = i;
+    (void)worker;
+    const refill_task *t = context;
+    qg_engine *e = t->index->engine;
+    for (int32_t p = begin; p < end; ++p) {
+        int64_t w0, w1;
+        qg_part_range(t->words, p, t->parts, &w0, &w1);
+        // The part's stale positions, sorted by the layer cell of their
+        // boxes' min corners, so the refill reads the layer in order.
+        // order holds twice 64 keys a word of the bitmap in use: keys in the
+        // first half, the sort's scratch in the second.
+        uint64_t *keys = e->order + 64 * w0, *scratch = e->order + e->order_cap / 2 + 64 * w0;
+        const qg_rect *boxes = t->index->boxes;
+        int32_t m = 0;
+        for (int64_t w = w0; w < w1; ++w) {
+            uint64_t bits = e->stale[w];
+            e->stale[w] = 0;
+            while (bits != 0) {
+                const int32_t q = (int32_t)(w * 64) + qg_ctz64(bits);
+                bits &= bits - 1;
+                if (q >= e->dyn_count)
+                    continue;
+                const qg_rect b = boxes[e->dyn[q]];
+                keys[m++] = (uint64_t)qg_static_order_key(&e->layer, b.min_x, b.min_y) << 32 | (uint32_t)q;
+            }
+        }
+        if (m > 1)
+            radix_sort(keys, scratch, m, 32);
+        qg_cache_refill(&e->layer, e->cache, e->fat, keys, m, e->dyn, boxes, e->frame);
     }
 }
 
-void qg_engine_cleanup(qg_index *index)
+/// Refills the stale entries, every entry when the layer was rebuilt since
+/// the last refill of all; parts split the bitmap's words.
+static void refill_caches(qg_index *index, const qg_jobs *jobs)
 {
     qg_engine *e = index->engine;
+    const int64_t words = ((int64_t)e->dyn_count + 63) / 64;
+    if (e->cache_gen != e->layer.gen) {
+        for (int64_t w = 0; w < words; ++w)
+            e->stale[w] = ~(uint64_t)0;
+        e->cache_gen = e->layer.gen;
+        e->any_stale = true;
+    }
+    if (!e->any_stale)
+        return;
+    refill_task t = {index, words, 1};
+    if (jobs != NULL && e->dyn_count >= 4096)
+        t.parts = jobs->worker_count;
+    qg_jobs_run(t.parts > 1 ? jobs : NULL, refill_part, t.parts, &t);
+    e->any_stale = false;
+}
+
+void qg_engine_cleanup(qg_index *index, const qg_jobs *jobs)
+{
+    qg_engine *e = index->engine;
+    e->frame++;
     if (e->pending > 0) {
         // Settled statics (not moved since the last cleanup) go to the
         // layer; moved ones wait in the kind for the next cleanup.
@@ -407,16 +493,63 @@ void qg_engine_cleanup(qg_index *index)
             for (int32_t i = 0; i < m; ++i)
                 e->flags[e->pend[i]] |= QG_F_LAYER;
             e->pending -= m;
-            e->resort = true;
         }
     }
+    if (e->cache != NULL && e->layer.live > 0)
+        refill_caches(index, jobs);
     if (e->pending == 0 && e->layer.next_items != NULL)
         release_rebuild(index);
-    if (e->layer.live > 0 && e->dyn_count > 1 && (e->resort || e->moves >= 4 * (int64_t)e->dyn_count)) {
-        sort_dyn(index);
-        e->moves = 0;
-        e->resort = false;
+    if (e->pending == 0 && e->layer.live == 0 && e->cache != NULL)
+        release_cache(e, &index->alloc);
+}
+
+typedef struct moved_many_task {
+    qg_index *index;
+    const qg_handle *handles;
+    int32_t n, parts;
+    bool stale[QG_CHECK_PARTS];
+} moved_many_task;
+
+static void moved_many_part(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    moved_many_task *t = context;
+    qg_engine *e = t->index->engine;
+    const qg_rect *boxes = t->index->boxes;
+    for (int32_t p = begin; p < end; ++p) {
+        int64_t i0, i1;
+        qg_part_range(t->n, p, t->parts, &i0, &i1);
+        bool stale = false;
+        for (int64_t i = i0; i < i1; ++i) {
+            const qg_handle h = t->handles[i];
+            const int32_t q = e->dyn_pos[h];
+            if (qg_cache_left(e->fat[q], boxes[h])) {
+                // Parts share the bitmap's words.
+                __atomic_fetch_or(&e->stale[q >> 6], (uint64_t)1 << (q & 63), __ATOMIC_RELAXED);
+                stale = true;
+            }
+        }
+        t->stale[p] = stale;
     }
+}
+
+void qg_engine_moved_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, int32_t n)
+{
+    qg_engine *e = index->engine;
+    if (e->cache == NULL)
+        return;
+    // The handles are distinct (qg_move_many checked them); only the stale
+    // bits are shared.
+    moved_many_task t;
+    t.index = index;
+    t.handles = handles;
+    t.n = n;
+    t.parts = 1;
+    if (jobs != NULL && n >= 4096)
+        t.parts = jobs->worker_count < QG_CHECK_PARTS ? jobs->worker_count : QG_CHECK_PARTS;
+    qg_jobs_run(t.parts > 1 ? jobs : NULL, moved_many_part, t.parts, &t);
+    for (int32_t p = 0; p < t.parts; ++p)
+        e->any_stale |= t.stale[p];
 }
 
 void qg_engine_clear(qg_index *index)
@@ -429,9 +562,9 @@ void qg_engine_clear(qg_index *index)
     e->nondefault = 0;
     e->dyn_count = 0;
     e->pending = 0;
-    e->moves = 0;
     qg_static_clear(&e->layer);
     release_rebuild(index);
+    release_cache(e, &index->alloc);
     e->cleared = e->events;
 }
 
@@ -481,7 +614,8 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
     if (!c.stopped && e->layer.live > 0 && e->dyn_count > 0) {
         int64_t b, end;
         qg_part_range(e->dyn_count, part, parts, &b, &end);
-        qg_static_join(&e->layer, index->boxes, e->dyn + b, (int32_t)(end - b), filters, fn, user, stats);
+        qg_cache_join(&e->layer, e->cache + b, e->fat + b, (int32_t)(end - b), index->boxes, e->flags, filters, fn,
+                      user, stats);
     }
 }
 
@@ -598,14 +732,24 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
     const qg_engine *e = index->engine;
     *bytes += sizeof *e + (size_t)e->flags_cap + (size_t)e->dyn_pos_cap * sizeof(int32_t) +
               (size_t)e->filters_cap * sizeof(qg_filter) + (size_t)e->dyn_cap * sizeof(qg_handle) +
-              (size_t)e->sort_cap * sizeof(uint64_t) + (size_t)e->pend_cap * sizeof(qg_handle) +
+              (size_t)e->cache_cap * sizeof(qg_static_cache) + (size_t)e->fat_cap * sizeof(qg_rect) +
+              (size_t)e->stale_cap * sizeof(uint64_t) + (size_t)e->order_cap * sizeof(uint64_t) +
+              (size_t)e->pend_cap * sizeof(qg_handle) +
               (size_t)e->prev_cap * sizeof(uint64_t);
     if (!qg_static_validate(&e->layer, bytes))
         return QG_ERR_INVALID;
     if (e->flags_cap < index->box_high || e->dyn_pos_cap < index->box_high ||
         (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
-        e->sort_cap < 2 * (int64_t)e->dyn_count)
+        (e->cache != NULL && (e->cache_cap < e->dyn_count || e->fat_cap < e->dyn_count ||
+                              (int64_t)e->stale_cap * 64 < e->dyn_count ||
+                              e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))) ||
+        (e->cache == NULL && (e->pending > 0 || e->layer.live > 0)))
         return QG_ERR_INVALID;
+    for (int32_t i = 0; e->cache != NULL && i < e->dyn_count; ++i) {
+        const qg_static_cache *c = &e->cache[i];
+        if (c->handle != e->dyn[i] || !qg_cache_valid(&e->layer, c, e->fat[i], e->flags))
+            return QG_ERR_INVALID;
+    }
     if (e->pending > 0 && (e->pend_cap < e->pending || e->layer.next_items_cap < e->layer.live + e->pending))
         return QG_ERR_INVALID;
     int32_t pending = 0, layer = 0, dyn = 0, nondefault = 0;

@@ -11,10 +11,11 @@
 // costs, and the layer is rebuilt only when something settles.
 //
 // Pairs: the kind's pair search (its elements: dynamic and pending static;
-// pending static pairs dropped) plus a join of the dynamic elements, in an
-// order sorted by the layer's cells in qg_cleanup, against the layer. Filters
-// are tested before the callback; with none set and no static element the
-// kind's search runs with the caller's callback, as before.
+// pending static pairs dropped) plus a join of the dynamic elements against
+// the layer, through each one's cache of the layer items around it
+// (static_cache.h), kept by the calls that move it. Filters are tested
+// before the callback; with none set and no static element the kind's
+// search runs with the caller's callback, as before.
 //
 // Memory: the layer's next arrays are reserved ahead (in qg_set_static and
 // qg_move, where an allocation may fail cleanly) so qg_cleanup rebuilds
@@ -22,7 +23,7 @@
 #ifndef QG_ENGINE_H
 #define QG_ENGINE_H
 
-#include "static_layer.h"
+#include "static_cache.h"
 
 enum {
     QG_F_STATIC = 1, ///< static (in the kind: pending; with QG_F_LAYER: in the layer)
@@ -40,12 +41,22 @@ typedef struct qg_engine {
     int32_t filters_cap;
     int32_t nondefault; ///< live elements whose filter is not the default
 
-    qg_handle *dyn; ///< the dynamic elements, ordered by the layer's cells at the last sort
+    qg_handle *dyn; ///< the dynamic elements
     int32_t dyn_count, dyn_cap;
-    uint64_t *sort; ///< 2 * dyn_cap entries: the radix sort's keys and scratch
-    int32_t sort_cap;
-    int64_t moves;  ///< moves since dyn[] was last sorted
-    bool resort;    ///< the layer changed: sort dyn[] at the next qg_cleanup
+    /// dyn[i]'s layer items cache[i] and fat box fat[i], and bit i of
+    /// stale: it left its fat box since the last qg_cleanup. Allocated while
+    /// there are static elements (pending or in the layer), NULL otherwise.
+    qg_static_cache *cache;
+    int32_t cache_cap;
+    qg_rect *fat;
+    int32_t fat_cap;
+    uint64_t *stale;
+    int32_t stale_cap; ///< words
+    uint64_t *order;   ///< 2 * 64 * stale_cap: the refill's sort keys and scratch
+    int32_t order_cap;
+    bool any_stale;    ///< some bit of stale is set
+    uint32_t frame;    ///< qg_cleanup calls (the caches measure motion per frame)
+    uint32_t cache_gen; ///< the layer generation every entry was last refilled at
 
     int32_t pending;   ///< static elements in the kind
     qg_handle *pend;   ///< scratch for the handles a rebuild takes in
@@ -98,17 +109,26 @@ qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box);
 /// Undoes qg_engine_move_layer of h (its batch failed): h leaves the kind
 /// and re-enters the layer at position pos (its tombstone) with box old.
 void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old);
-/// After the kind moved h.
-static inline void qg_engine_moved(qg_engine *e, qg_handle h)
+/// After the kind moved h (index->boxes[h] is its new box).
+static inline void qg_engine_moved(qg_index *index, qg_handle h)
 {
-    e->moves++;
+    qg_engine *e = index->engine;
     if (e->flags[h] & QG_F_STATIC)
         e->flags[h] |= QG_F_MOVED;
+    else if (e->cache != NULL) {
+        const int32_t p = e->dyn_pos[h];
+        if (qg_cache_left(e->fat[p], index->boxes[h])) {
+            e->stale[p >> 6] |= (uint64_t)1 << (p & 63);
+            e->any_stale = true;
+        }
+    }
 }
+/// After the kind's qg_move_many moved these dynamic elements.
+void qg_engine_moved_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, int32_t n);
 /// True when some handle of the batch is static (the batch then runs one
 /// move at a time through qg_move's path).
 bool qg_engine_any_static(const qg_index *index, const qg_handle *handles, int32_t n);
-void qg_engine_cleanup(qg_index *index);
+void qg_engine_cleanup(qg_index *index, const qg_jobs *jobs);
 void qg_engine_clear(qg_index *index);
 void qg_engine_destroy(qg_index *index);
 /// Pair search part `part` of `parts` (serial: 0 of 1).

@@ -215,7 +215,7 @@ qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
     if (s != QG_OK)
         qg_txn_rollback(&txn);
     else if (index->engine != NULL)
-        qg_engine_moved(index->engine, handle);
+        qg_engine_moved(index, handle);
     return s;
 }
 
@@ -240,7 +240,7 @@ void qg_cleanup(qg_index *index)
         return;
     // The engine first: settled statics leave the kind before it tidies up.
     if (index->engine != NULL)
-        qg_engine_cleanup(index);
+        qg_engine_cleanup(index, NULL);
     index->klass->cleanup(index);
 }
 
@@ -668,14 +668,14 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
     qg_mem_free(&index->alloc, t, sizeof *t);
     if (status != QG_OK)
         return status;
-    if (index->engine != NULL) {
-        if (qg_engine_any_static(index, handles, n))
-            return move_many_serial(index, handles, boxes, n);
-        index->engine->moves += n;
-    }
-    if (index->klass->move_many != NULL)
-        return index->klass->move_many(index, jobs, handles, boxes, n);
-    return move_many_serial(index, handles, boxes, n);
+    if (index->engine != NULL && qg_engine_any_static(index, handles, n))
+        return move_many_serial(index, handles, boxes, n);
+    if (index->klass->move_many == NULL)
+        return move_many_serial(index, handles, boxes, n);
+    const qg_status s = index->klass->move_many(index, jobs, handles, boxes, n);
+    if (s == QG_OK && index->engine != NULL)
+        qg_engine_moved_many(index, jobs, handles, n);
+    return s;
 }
 
 void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
@@ -683,7 +683,7 @@ void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
     if (index == NULL)
         return;
     if (index->engine != NULL)
-        qg_engine_cleanup(index);
+        qg_engine_cleanup(index, jobs != NULL && jobs_valid(jobs) ? jobs : NULL);
     if (jobs != NULL && jobs_valid(jobs) && jobs->worker_count > 1 && index->klass->cleanup_parallel != NULL)
         index->klass->cleanup_parallel(index, jobs);
     else

@@ -277,6 +277,21 @@ static inline bool qg_report_pair(qg_pair_fn *fn, void *user, qg_handle a, qg_ha
     return a < b ? fn(a, b, user) : fn(b, a, user);
 }
 
+/// Index of the lowest set bit of v (v != 0).
+static inline int qg_ctz64(uint64_t v)
+{
+#if defined(__GNUC__)
+    return __builtin_ctzll(v);
+#else
+    int n = 0;
+    while (!(v & 1)) {
+        v >>= 1;
+        ++n;
+    }
+    return n;
+#endif
+}
+
 /// Extent of [lo, hi] in double: finite for any finite floats (hi - lo in
 /// float overflows to infinity past FLT_MAX, as with bounds [-3e38, 3e38]).
 static inline double qg_extent(float lo, float hi)

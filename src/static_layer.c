@@ -275,6 +275,8 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
     layer->next_start_cap = old_start_cap;
     layer->item_count = n;
     layer->live = n;
+    if (++layer->gen == 0)
+        layer->gen = 1;
     layer->start_count = (int32_t)buckets + 1;
     layer->levels = levels;
 
@@ -421,9 +423,7 @@ static bool sl_join_visit_fn(const qg_static_item *item, void *ctx)
 
 /// An element's cell range on a dense level (rows cy0..cy1, columns
 /// cx0..cx1), computed once per join.
-typedef struct sl_span {
-    int64_t cx0, cy0, cx1, cy1;
-} sl_span;
+typedef qg_static_span sl_span;
 
 /// The cells a dense level's search for box b reads.
 SL_INLINE sl_span sl_dense_span(const qg_static_level *lv, qg_rect b)
@@ -525,12 +525,103 @@ bool qg_static_join(const qg_static_layer *layer, const qg_rect *boxes, const qg
     return go;
 }
 
+typedef struct sl_collect_ctx {
+    qg_rect area;
+    qg_static_item *out;
+    int32_t n, max;
+} sl_collect_ctx;
+
+static bool sl_collect_visit(const qg_static_item *item, void *ctx)
+{
+    sl_collect_ctx *c = ctx;
+    if (!qg_overlaps(item->box, c->area))
+        return true;
+    if (c->n == c->max) {
+        c->n++;
+        return false;
+    }
+    c->out[c->n++] = *item;
+    return true;
+}
+
+int32_t qg_static_collect(const qg_static_layer *layer, qg_rect area, qg_static_item *out, int32_t max)
+{
+    sl_collect_ctx c = {area, out, 0, max};
+    qg_query_stats stats = {0, 0};
+    for (int32_t l = 0; l < layer->levels; ++l)
+        if (!sl_level_search(layer, &layer->level[l], area, sl_collect_visit, &c, &stats))
+            break;
+    return c.n;
+}
+
+qg_static_span qg_static_span_of(const qg_static_layer *layer, qg_rect area)
+{
+    return sl_dense_span(&layer->level[0], area);
+}
+
+void qg_static_prefetch_span(const qg_static_layer *layer, qg_static_span span)
+{
+    const qg_static_level *lv = &layer->level[0];
+    const int32_t *start = layer->start + lv->base;
+    SL_PREFETCH(&start[sl_dense_bucket(lv->bcols, span.cx0, span.cy0)]);
+    if (span.cy1 > span.cy0)
+        SL_PREFETCH(&start[sl_dense_bucket(lv->bcols, span.cx0, span.cy0 + 1)]);
+    if (span.cy1 > span.cy0 + 1)
+        SL_PREFETCH(&start[sl_dense_bucket(lv->bcols, span.cx0, span.cy1)]);
+}
+
+void qg_static_prefetch_items(const qg_static_layer *layer, qg_static_span span)
+{
+    const qg_static_level *lv = &layer->level[0];
+    const int32_t *start = layer->start + lv->base;
+    for (int64_t cy = span.cy0; cy <= span.cy1 && cy <= span.cy0 + 2; ++cy) {
+        const char *p = (const char *)&layer->items[start[sl_dense_bucket(lv->bcols, span.cx0, cy)]];
+        SL_PREFETCH(p);
+        SL_PREFETCH(p + 64);
+    }
+}
+
+int32_t qg_static_collect_span(const qg_static_layer *layer, qg_static_span span, qg_rect area,
+                               qg_static_item *out, int32_t max)
+{
+    const qg_static_level *lv = &layer->level[0];
+    const int32_t *start = layer->start + lv->base;
+    const qg_static_item *items = layer->items;
+    int32_t n = 0;
+    for (int64_t cy = span.cy0; cy <= span.cy1; ++cy) {
+        for (int64_t lo = span.cx0; lo <= span.cx1;) {
+            // One run per block the row crosses.
+            const int64_t hi = (lo | (SL_BLOCK - 1)) < span.cx1 ? (lo | (SL_BLOCK - 1)) : span.cx1;
+            const int32_t end = start[sl_dense_bucket(lv->bcols, hi, cy) + 1];
+            for (int32_t k = start[sl_dense_bucket(lv->bcols, lo, cy)]; k < end; ++k) {
+                if (!qg_overlaps(items[k].box, area))
+                    continue;
+                if (n == max)
+                    return max + 1;
+                out[n++] = items[k];
+            }
+            lo = hi + 1;
+        }
+    }
+    return n;
+}
+
 /* ---- upkeep ------------------------------------------------------------- */
 
 void qg_static_kill(qg_static_layer *layer, int32_t pos)
 {
     layer->items[pos].box.min_x = NAN;
     layer->live--;
+    layer->kills++;
+}
+
+void qg_static_revive(qg_static_layer *layer, int32_t pos, qg_rect box)
+{
+    layer->items[pos].box = box;
+    layer->live++;
+    // Copies made while it was a tombstone lack it.
+    if (++layer->gen == 0)
+        layer->gen = 1;
 }
 
 void qg_static_clear(qg_static_layer *layer)
@@ -539,6 +630,8 @@ void qg_static_clear(qg_static_layer *layer)
     layer->start_count = 0;
     layer->levels = 0;
     layer->live = 0;
+    if (++layer->gen == 0)
+        layer->gen = 1;
 }
 
 void qg_static_free(qg_alloc *alloc, qg_static_layer *layer)

@@ -55,6 +55,11 @@ typedef struct qg_static_layer {
     qg_static_level level[QG_STATIC_LEVELS];
     int32_t levels;
     int32_t live;   ///< items that are not tombstones
+    /// Changes whenever items move in the arrays (a build, a clear, an undone
+    /// removal); never 0, once built. Copies of items (static_cache.h) are
+    /// good while it stays the same.
+    uint32_t gen;
+    uint32_t kills; ///< items made tombstones (counts on; wraps)
     /// The next build's arrays, reserved ahead so qg_cleanup never allocates.
     qg_static_item *next_items;
     int32_t next_items_cap;
@@ -93,8 +98,43 @@ bool qg_static_query(const qg_static_layer *layer, qg_rect area, qg_query_fn *fn
 bool qg_static_join(const qg_static_layer *layer, const qg_rect *boxes, const qg_handle *dyn, int32_t n,
                     const qg_filter *filters, qg_pair_fn *fn, void *user, qg_query_stats *stats);
 
+/// Copies into out[0..max) live items overlapping `area` (closed), each once;
+/// returns how many there are, or max + 1 when there are more than max.
+int32_t qg_static_collect(const qg_static_layer *layer, qg_rect area, qg_static_item *out, int32_t max);
+
+/// The cells a search reads on a layer of one dense level (a tile map, the
+/// common case): rows cy0..cy1, columns cx0..cx1.
+typedef struct qg_static_span {
+    int64_t cx0, cy0, cx1, cy1;
+} qg_static_span;
+
+/// True when the layer is one dense level: the qg_static_span calls apply.
+static inline bool qg_static_dense(const qg_static_layer *layer)
+{
+    return layer->levels == 1 && layer->level[0].dense;
+}
+
+/// The cells a search of `area` reads (dense layers only).
+qg_static_span qg_static_span_of(const qg_static_layer *layer, qg_rect area);
+
+/// Asks the memory for the bucket starts of the span's first rows, so a
+/// search a few elements later finds them in cache.
+void qg_static_prefetch_span(const qg_static_layer *layer, qg_static_span span);
+
+/// Asks the memory for the first items of the span's first rows (their
+/// bucket starts read: prefetched a few elements before).
+void qg_static_prefetch_items(const qg_static_layer *layer, qg_static_span span);
+
+/// qg_static_collect on a dense layer, its cells already found.
+int32_t qg_static_collect_span(const qg_static_layer *layer, qg_static_span span, qg_rect area,
+                               qg_static_item *out, int32_t max);
+
 /// The item at position pos becomes a tombstone.
 void qg_static_kill(qg_static_layer *layer, int32_t pos);
+
+/// The tombstone at position pos is item h with box `box` again (an undone
+/// removal).
+void qg_static_revive(qg_static_layer *layer, int32_t pos, qg_rect box);
 
 /// Empties the layer, keeping its memory.
 void qg_static_clear(qg_static_layer *layer);
@@ -102,8 +142,8 @@ void qg_static_clear(qg_static_layer *layer);
 /// Frees every array.
 void qg_static_free(qg_alloc *alloc, qg_static_layer *layer);
 
-/// Bucket of the level-0 cell holding (x, y), for ordering what is joined
-/// against the layer (0 when the layer is empty).
+/// Bucket of the level-0 cell holding (x, y), for ordering what is read
+/// from the layer (0 when the layer is empty).
 uint32_t qg_static_order_key(const qg_static_layer *layer, float x, float y);
 
 /// Checks every item sits in its bucket and counts the live ones; adds the

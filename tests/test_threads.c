@@ -606,6 +606,89 @@ static void test_move_many(void **state)
     qg_destroy(oracle);
 }
 
+/* qg_move_many and qg_cleanup_parallel over a static tile map (issue 18):
+ * enough moving elements that the engine's moved-element pass and the
+ * refill of its caches of static neighbours run on the workers; a door
+ * (a static element) moves now and then, so batches also take the serial
+ * path. The oracle holds the same elements and flags. */
+static void test_move_many_engine(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const uint64_t seed = tu_env_seed(0x7113);
+    printf("seed %llu\n", (unsigned long long)seed);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    qg_config c = qg_default_config(g_kind), o = qg_default_config(QG_BRUTE_FORCE);
+    c.bounds = o.bounds = tu_rect(0, 0, 1024, 1024);
+    qg_index *idx = NULL, *oracle = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_handle door = -1;
+    for (int y = 0; y < 64; y++)
+        for (int x = 0; x < 64; x++) {
+            if (tu_rng_below(&r, 100) >= 40)
+                continue;
+            const qg_rect b = tu_rect(16.0f * x, 16.0f * y, 16.0f * x + 16, 16.0f * y + 16);
+            const qg_handle h = qg_insert(idx, b);
+            assert_int_equal(qg_insert(oracle, b), h);
+            assert_int_equal(qg_set_static(idx, h, true), QG_OK);
+            assert_int_equal(qg_set_static(oracle, h, true), QG_OK);
+            door = h;
+        }
+    enum { AGENTS = 6000 };
+    qg_handle *hs = malloc((AGENTS + 1) * sizeof *hs); /* the agents and the door */
+    qg_rect *bs = malloc((AGENTS + 1) * sizeof *bs);
+    float *vx = malloc(2 * AGENTS * sizeof *vx);
+    assert_non_null(hs);
+    assert_non_null(bs);
+    assert_non_null(vx);
+    float *vy = vx + AGENTS;
+    const int agents = g_kind == QG_BRUTE_FORCE ? 1500 : (int)tu_scaled(AGENTS);
+    for (int i = 0; i < agents; i++) {
+        const float x = tu_rng_range(&r, 0, 1020), y = tu_rng_range(&r, 0, 1020), s = tu_rng_range(&r, 0, 8);
+        bs[i] = tu_rect(x, y, x + s, y + s);
+        hs[i] = qg_insert(idx, bs[i]);
+        assert_int_equal(qg_insert(oracle, bs[i]), hs[i]);
+        vx[i] = tu_rng_range(&r, -2, 2);
+        vy[i] = tu_rng_range(&r, -2, 2);
+    }
+    qg_cleanup(idx);
+    for (int frame = 0; frame < 16; frame++) {
+        const int32_t parts = k_workers[frame % 4];
+        qg_thread_pool *pool = NULL;
+        assert_int_equal(qg_thread_pool_create(parts, &pool), QG_OK);
+        const qg_jobs jobs = qg_thread_pool_jobs(pool);
+        for (int i = 0; i < agents; i++) {
+            if (tu_rng_chance(&r, 0.02)) { /* a turn or a jump */
+                vx[i] = tu_rng_range(&r, -40, 40);
+                vy[i] = tu_rng_range(&r, -40, 40);
+            }
+            bs[i] = tu_rect(bs[i].min_x + vx[i], bs[i].min_y + vy[i], bs[i].max_x + vx[i], bs[i].max_y + vy[i]);
+        }
+        int32_t n = agents;
+        if (frame % 5 == 3 && door >= 0) { /* the door moves with them: the serial path */
+            hs[n] = door;
+            bs[n] = tu_rect(16.0f * (float)frame, 1030, 16.0f * (float)frame + 16, 1046);
+            n++;
+        }
+        assert_int_equal(qg_move_many(idx, frame % 7 == 6 ? NULL : &jobs, hs, bs, n), QG_OK);
+        for (int32_t i = 0; i < n; i++)
+            assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
+        same_answers(idx, oracle, seed, "after qg_move_many over a level");
+        if (frame % 4 != 3) {
+            qg_cleanup_parallel(idx, frame % 3 ? &jobs : NULL);
+            same_answers(idx, oracle, seed, "after qg_cleanup_parallel over a level");
+        }
+        qg_thread_pool_destroy(pool);
+    }
+    free(hs);
+    free(bs);
+    free(vx);
+    qg_destroy(idx);
+    qg_destroy(oracle);
+}
+
 /* Fault injection: the k-th allocation of qg_move_many fails (once, and
  * from then on); the batch then answers QG_ERR_NOMEM and no element moved. */
 static void test_move_many_oom(void **state)
@@ -690,6 +773,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_threads_engine),
         cmocka_unit_test(test_pairs_parallel),
         cmocka_unit_test(test_move_many),
+        cmocka_unit_test(test_move_many_engine),
         cmocka_unit_test(test_move_many_oom),
         cmocka_unit_test(test_thread_pool),
     };

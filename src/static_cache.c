@@ -1,0 +1,266 @@
+// Each dynamic element's static neighbours (see static_cache.h for why).
+#include "static_cache.h"
+
+#include <float.h>
+
+#include "engine.h"
+
+#if defined(__GNUC__)
+#    define SC_PREFETCH(p) __builtin_prefetch(p)
+#else
+#    define SC_PREFETCH(p) ((void)(p))
+#endif
+
+/// Fat boxes reach this times an element's larger extent around it, and
+/// this many frames of its motion ahead (fewer when the items would not
+/// fit); the motion is measured between fills at most SC_TRACK_FRAMES apart.
+#define SC_SCALE 0.5f
+#define SC_AHEAD_FRAMES 12.0f
+#define SC_AHEAD_SHORT 3.0f
+#define SC_TRACK_FRAMES 64u
+
+static inline float clamp_finite(float v)
+{
+    return v < -FLT_MAX ? -FLT_MAX : v > FLT_MAX ? FLT_MAX : v;
+}
+
+/// The fat box of `box` moving (vx, vy) a frame: `scale` times its larger
+/// extent around it (at least an eighth of the layer's finest cell, so a
+/// point has room to move), stretched `ahead` frames of its motion the way
+/// it goes (elements mostly keep going: a box that stays inside longer is
+/// refilled less often). Never NaN (each side adds terms of its own sign, a
+/// product of an infinity and 0 left out), clamped to the finite floats.
+static qg_rect cache_fat(const qg_static_layer *layer, qg_rect box, float vx, float vy, float scale, float ahead)
+{
+    const float w = box.max_x - box.min_x, h = box.max_y - box.min_y;
+    const float least = (float)(layer->level[0].cell * 0.125);
+    float m = scale * (w > h ? w : h);
+    if (!(m >= least))
+        m = least >= 0.0f ? least : 0.0f; // also 0 * infinity
+    qg_rect f = {box.min_x - m, box.min_y - m, box.max_x + m, box.max_y + m};
+    if (ahead > 0.0f) {
+        if (vx > 0.0f)
+            f.max_x += vx * ahead;
+        else if (vx < 0.0f)
+            f.min_x += vx * ahead;
+        if (vy > 0.0f)
+            f.max_y += vy * ahead;
+        else if (vy < 0.0f)
+            f.min_y += vy * ahead;
+    }
+    f.min_x = clamp_finite(f.min_x);
+    f.min_y = clamp_finite(f.min_y);
+    f.max_x = clamp_finite(f.max_x);
+    f.max_y = clamp_finite(f.max_y);
+    return f;
+}
+
+/// The element's motion a frame since its last fill (0 without one).
+static void cache_velocity(const qg_static_cache *c, qg_rect box, uint32_t frame, float *vx, float *vy)
+{
+    const uint32_t dt = frame - c->at_frame;
+    *vx = *vy = 0.0f;
+    if (c->gen == 0 || dt == 0 || dt > SC_TRACK_FRAMES)
+        return;
+    *vx = (box.min_x - c->at_x) / (float)dt;
+    *vy = (box.min_y - c->at_y) / (float)dt;
+}
+
+/// Fills c and *fat for `box` from the fat box `wide` (its cells `span`,
+/// when the layer is one dense level).
+static void cache_fill_from(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box,
+                            qg_rect wide, const qg_static_span *span, float vx, float vy, uint32_t frame)
+{
+    c->gen = layer->gen;
+    c->kills = layer->kills;
+    c->at_x = box.min_x;
+    c->at_y = box.min_y;
+    c->at_frame = frame;
+    c->count = span != NULL ? qg_static_collect_span(layer, *span, wide, c->item, QG_CACHE_ITEMS)
+                            : qg_static_collect(layer, wide, c->item, QG_CACHE_ITEMS);
+    if (c->count <= QG_CACHE_ITEMS) {
+        *fat = wide;
+        return;
+    }
+    // Too many for the entry: shorter fat boxes may still fit (the element
+    // then refills sooner); if none does, the wide one is kept, so the
+    // element refills no more often while the join searches the layer for it.
+    const qg_rect shorter = cache_fat(layer, box, vx, vy, SC_SCALE, SC_AHEAD_SHORT);
+    int32_t k = qg_static_collect(layer, shorter, c->item, QG_CACHE_ITEMS);
+    if (k <= QG_CACHE_ITEMS) {
+        *fat = shorter;
+        c->count = k;
+        return;
+    }
+    const qg_rect tight = cache_fat(layer, box, 0.0f, 0.0f, 0.0f, 0.0f);
+    k = qg_static_collect(layer, tight, c->item, QG_CACHE_ITEMS);
+    *fat = k <= QG_CACHE_ITEMS ? tight : wide;
+    c->count = k;
+}
+
+void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box, uint32_t frame)
+{
+    if (layer->levels == 0) {
+        c->gen = layer->gen;
+        c->kills = layer->kills;
+        c->at_x = box.min_x;
+        c->at_y = box.min_y;
+        c->at_frame = frame;
+        *fat = box;
+        c->count = 0;
+        return;
+    }
+    float vx, vy;
+    cache_velocity(c, box, frame, &vx, &vy);
+    const qg_rect wide = cache_fat(layer, box, vx, vy, SC_SCALE, SC_AHEAD_FRAMES);
+    if (qg_static_dense(layer)) {
+        const qg_static_span span = qg_static_span_of(layer, wide);
+        cache_fill_from(layer, c, fat, box, wide, &span, vx, vy, frame);
+    } else {
+        cache_fill_from(layer, c, fat, box, wide, NULL, vx, vy, frame);
+    }
+}
+
+void qg_cache_start(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box,
+                    uint32_t frame)
+{
+    c->handle = h;
+    c->gen = 0;
+    c->kills = 0;
+    c->count = QG_CACHE_FULL;
+    *fat = box;
+    if (layer->live > 0)
+        qg_cache_fill(layer, c, fat, box, frame);
+}
+
+/// How far ahead the refill of a dense layer reads: the element's box, old
+/// fat box and entry SC_AHEAD * 2 on; the new fat box's cells and their
+/// bucket starts SC_AHEAD on; the first items of its rows SC_AHEAD / 2 on
+/// (each a load the next stage waits for).
+#define SC_AHEAD 16
+
+typedef struct sc_pending {
+    qg_rect box, wide;
+    qg_static_span span;
+    float vx, vy;
+} sc_pending;
+
+void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_rect *fat, const uint64_t *order,
+                     int32_t m, const qg_handle *dyn, const qg_rect *boxes, uint32_t frame)
+{
+    if (!qg_static_dense(layer)) {
+        for (int32_t i = 0; i < m; ++i) {
+            const int32_t p = (int32_t)(uint32_t)order[i];
+            qg_cache_fill(layer, &cache[p], &fat[p], boxes[dyn[p]], frame);
+        }
+        return;
+    }
+    sc_pending ring[2 * SC_AHEAD];
+    for (int32_t i = -SC_AHEAD; i < m; ++i) {
+        if (i + 2 * SC_AHEAD < m) {
+            const int32_t p = (int32_t)(uint32_t)order[i + 2 * SC_AHEAD];
+            SC_PREFETCH(&boxes[dyn[p]]);
+            SC_PREFETCH(&fat[p]);
+            SC_PREFETCH(&cache[p]);
+        }
+        if (i + SC_AHEAD < m) {
+            const int32_t p = (int32_t)(uint32_t)order[i + SC_AHEAD];
+            sc_pending *q = &ring[(i + SC_AHEAD) & (2 * SC_AHEAD - 1)];
+            q->box = boxes[dyn[p]];
+            cache_velocity(&cache[p], q->box, frame, &q->vx, &q->vy);
+            q->wide = cache_fat(layer, q->box, q->vx, q->vy, SC_SCALE, SC_AHEAD_FRAMES);
+            q->span = qg_static_span_of(layer, q->wide);
+            qg_static_prefetch_span(layer, q->span);
+        }
+        if (i + SC_AHEAD / 2 >= 0 && i + SC_AHEAD / 2 < m)
+            qg_static_prefetch_items(layer, ring[(i + SC_AHEAD / 2) & (2 * SC_AHEAD - 1)].span);
+        if (i >= 0) {
+            const int32_t p = (int32_t)(uint32_t)order[i];
+            const sc_pending *q = &ring[i & (2 * SC_AHEAD - 1)];
+            cache_fill_from(layer, &cache[p], &fat[p], q->box, q->wide, &q->span, q->vx, q->vy, frame);
+        }
+    }
+}
+
+/// Handles the join hands to the layer search (entries it cannot answer):
+/// gathered, so the search's look-ahead has a run to work on.
+#define CACHE_MISS_RUN 64
+
+bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
+                   const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+                   qg_query_stats *stats)
+{
+    const uint32_t gen = layer->gen, kills = layer->kills;
+    qg_handle miss[CACHE_MISS_RUN];
+    int32_t misses = 0;
+    int64_t tested = 0;
+    bool go = true;
+    for (int32_t i = 0; i < n && go; ++i) {
+        const qg_static_cache *c = &cache[i];
+        const qg_rect b = boxes[c->handle];
+        if (c->gen != gen || c->count > QG_CACHE_ITEMS || qg_cache_left(fat[i], b)) {
+            miss[misses++] = c->handle;
+            if (misses == CACHE_MISS_RUN) {
+                go = qg_static_join(layer, boxes, miss, misses, filters, fn, user, stats);
+                misses = 0;
+            }
+            continue;
+        }
+        // A kill since the fill: an item may have left the layer.
+        const bool check = c->kills != kills;
+        tested += c->count;
+        for (int32_t k = 0; k < c->count; ++k) {
+            const qg_static_item *it = &c->item[k];
+            if (!qg_overlaps(it->box, b))
+                continue;
+            if (check && !(flags[it->handle] & QG_F_LAYER))
+                continue;
+            if (filters != NULL) {
+                const qg_filter fa = filters[c->handle], fb = filters[it->handle];
+                if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
+                    continue;
+            }
+            if (!qg_report_pair(fn, user, c->handle, it->handle)) {
+                go = false;
+                break;
+            }
+        }
+    }
+    if (go && misses > 0)
+        go = qg_static_join(layer, boxes, miss, misses, filters, fn, user, stats);
+    stats->nodes_visited += n;
+    stats->elements_tested += tested;
+    return go;
+}
+
+bool qg_cache_valid(const qg_static_layer *layer, const qg_static_cache *c, qg_rect fat, const uint8_t *flags)
+{
+    if (c->count < 0 || c->count > QG_CACHE_FULL)
+        return false;
+    if (c->gen != layer->gen || c->count > QG_CACHE_ITEMS || layer->levels == 0)
+        return true; // searched in full by the join
+    // Every live item the fat box overlaps is held, and each held item that
+    // is still live is the layer's item as it is.
+    qg_static_item found[QG_CACHE_ITEMS];
+    const int32_t k = qg_static_collect(layer, fat, found, QG_CACHE_ITEMS);
+    if (k > c->count)
+        return false;
+    for (int32_t i = 0; i < k; ++i) {
+        bool held = false;
+        for (int32_t j = 0; j < c->count && !held; ++j)
+            held = c->item[j].handle == found[i].handle &&
+                   memcmp(&c->item[j].box, &found[i].box, sizeof(qg_rect)) == 0;
+        if (!held)
+            return false;
+    }
+    int32_t live = 0;
+    for (int32_t j = 0; j < c->count; ++j) {
+        if (!(flags[c->item[j].handle] & QG_F_LAYER)) {
+            if (c->kills == layer->kills)
+                return false; // gone without a kill counted since the fill
+            continue;
+        }
+        live++;
+    }
+    return live <= k;
+}

@@ -1,0 +1,83 @@
+// Each dynamic element's static neighbours, kept from frame to frame, so a
+// frame's join of the moving elements against the static layer reads arrays
+// in order instead of the layer's cells (Box2D and Chipmunk keep a moving
+// proxy's pairs while it stays inside its fattened box; this is that idea
+// made exact).
+//
+// Position i belongs to the engine's dyn[i]: a fat box fat[i] around the
+// element's box and an entry holding every live layer item the fat box
+// overlaps, as of the layer's generation `gen` (up to QG_CACHE_ITEMS of
+// them, boxes and handles copied). While the element's box stays inside its
+// fat box, an item the box overlaps is among them, so the join tests the box
+// against those alone.
+//
+// A move checks only the fat box (16 bytes an element, in a compact array):
+// one that leaves it marks the position stale in a bitmap, and the join
+// searches the layer for a stale element. qg_cleanup refills the stale
+// entries in one pass with the layer's lines fetched ahead (a refill per
+// move would wait on memory for each). An entry whose fat box holds more
+// items than fit is marked full: the join searches the layer for it, as it
+// did before this cache. Removing a layer item does not touch the entries:
+// it counts a kill, and an entry filled before the last kill checks that an
+// item is still in the layer before reporting it. A rebuilt layer (a new
+// generation) has every entry refilled at the qg_cleanup that rebuilt it.
+// Exactness never depends on the fat boxes, only speed does.
+//
+// Memory: 112 bytes a dynamic element (96 the entry, 16 the fat box) plus
+// a bit, allocated only while the index has static elements.
+#ifndef QG_STATIC_CACHE_H
+#define QG_STATIC_CACHE_H
+
+#include "static_layer.h"
+
+/// Items an entry holds: a fat box over a tile map of tiles about its size
+/// overlaps 2x2 to 3x3 tiles, so 4 covers most of a 40% map; more would
+/// make every entry longer for the few that need them.
+#define QG_CACHE_ITEMS 4
+/// count of an entry whose fat box holds more items than fit.
+#define QG_CACHE_FULL (QG_CACHE_ITEMS + 1)
+
+typedef struct qg_static_cache {
+    qg_handle handle; ///< dyn[i]
+    uint32_t gen;     ///< the layer's generation when filled; 0: never filled
+    uint32_t kills;   ///< the layer's kill count when filled
+    int32_t count;    ///< items held, or QG_CACHE_FULL
+    float at_x, at_y; ///< the box's min corner at the fill
+    uint32_t at_frame; ///< the engine's frame (qg_cleanup count) at the fill
+    qg_static_item item[QG_CACHE_ITEMS]; ///< copies of layer items
+} qg_static_cache;
+
+/// A new entry for element h with box `box` (fat box *fat), filled from the
+/// layer when it has items; `frame` counts the engine's qg_cleanup calls.
+void qg_cache_start(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box,
+                    uint32_t frame);
+
+/// Fills c and *fat for box `box` at `frame` (the fat box reaches ahead
+/// by the motion since the last fill).
+void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box, uint32_t frame);
+
+/// True when an element with fat box `fat` now at `box` needs a refill.
+static inline bool qg_cache_left(qg_rect fat, qg_rect box)
+{
+    return !(box.min_x >= fat.min_x && box.min_y >= fat.min_y && box.max_x <= fat.max_x && box.max_y <= fat.max_y);
+}
+
+/// Refills the entries of positions order[0..m) (each the low 32 bits; the
+/// caller sorts them by the layer's cells, so the layer is read in order).
+/// Position i is element dyn[i], its box boxes[dyn[i]].
+void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_rect *fat, const uint64_t *order,
+                     int32_t m, const qg_handle *dyn, const qg_rect *boxes, uint32_t frame);
+
+/// Pairs the elements of entries [0, n) with every live layer item their
+/// boxes overlap, as qg_static_join does (filters when not NULL; `flags`,
+/// the engine's, say which handles are still in the layer). False when fn
+/// stopped it.
+bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
+                   const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+                   qg_query_stats *stats);
+
+/// Checks entry c (fat box `fat`) against the layer; false when an item the
+/// fat box overlaps is missing or one it holds should not be there.
+bool qg_cache_valid(const qg_static_layer *layer, const qg_static_cache *c, qg_rect fat, const uint8_t *flags);
+
+#endif
