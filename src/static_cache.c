@@ -66,6 +66,16 @@ static void cache_velocity(const qg_static_cache *c, qg_rect box, uint32_t frame
     *vy = (box.min_y - c->at_y) / (float)dt;
 }
 
+/// The unused slots get a box that overlaps nothing (the join tests every
+/// slot).
+static void cache_pad(qg_static_cache *c)
+{
+    for (int32_t k = c->count; k < QG_CACHE_ITEMS; ++k) {
+        c->item[k].box = (qg_rect){NAN, NAN, NAN, NAN};
+        c->item[k].handle = -1;
+    }
+}
+
 /// Fills c and *fat for `box` from the fat box `wide` (its cells `span`,
 /// when the layer is one dense level).
 static void cache_fill_from(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box,
@@ -80,6 +90,7 @@ static void cache_fill_from(const qg_static_layer *layer, qg_static_cache *c, qg
                             : qg_static_collect(layer, wide, c->item, QG_CACHE_ITEMS);
     if (c->count <= QG_CACHE_ITEMS) {
         *fat = wide;
+        cache_pad(c);
         return;
     }
     // Too many for the entry: shorter fat boxes may still fit (the element
@@ -90,12 +101,15 @@ static void cache_fill_from(const qg_static_layer *layer, qg_static_cache *c, qg
     if (k <= QG_CACHE_ITEMS) {
         *fat = shorter;
         c->count = k;
+        cache_pad(c);
         return;
     }
     const qg_rect tight = cache_fat(layer, box, 0.0f, 0.0f, 0.0f, 0.0f);
     k = qg_static_collect(layer, tight, c->item, QG_CACHE_ITEMS);
     *fat = k <= QG_CACHE_ITEMS ? tight : wide;
     c->count = k;
+    if (k <= QG_CACHE_ITEMS)
+        cache_pad(c);
 }
 
 void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box, uint32_t frame)
@@ -108,6 +122,7 @@ void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fa
         c->at_frame = frame;
         *fat = box;
         c->count = 0;
+        cache_pad(c);
         return;
     }
     float vx, vy;
@@ -209,10 +224,15 @@ bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, c
         // A kill since the fill: an item may have left the layer.
         const bool check = c->kills != kills;
         tested += c->count;
-        for (int32_t k = 0; k < c->count; ++k) {
-            const qg_static_item *it = &c->item[k];
-            if (!qg_overlaps(it->box, b))
-                continue;
+        // Every slot tested (the unused ones hold an empty box): a fixed
+        // count of branch-free tests, then a walk of the hits, in place of
+        // a branch per item the predictor cannot learn.
+        unsigned hits = 0;
+        for (int k = 0; k < QG_CACHE_ITEMS; ++k)
+            hits |= (unsigned)qg_overlaps(c->item[k].box, b) << k;
+        while (hits != 0) {
+            const qg_static_item *it = &c->item[qg_ctz64(hits)];
+            hits &= hits - 1;
             if (check && !(flags[it->handle] & QG_F_LAYER))
                 continue;
             if (filters != NULL) {
