@@ -70,25 +70,33 @@ bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_
 
 /// Room for a rebuild of `total` items with `pending` handles taken in, in
 /// both the current and the next arrays (after a rebuild they swap, and a
-/// later one must find room without allocating), and the dynamic elements'
-/// caches, made here when the index gets its first static element.
+/// later one must find room without allocating).
 static bool reserve_rebuild(qg_index *index, qg_txn *txn, int64_t total, int64_t pending)
 {
     qg_engine *e = index->engine;
     qg_static_layer *l = &e->layer;
     const int64_t starts = qg_static_start_bound(total);
-    const bool made = e->cache == NULL;
-    if (!(qg_txn_reserve(txn, (void **)&l->items, &l->item_cap, sizeof(qg_static_item), total) &&
-          qg_txn_reserve(txn, (void **)&l->next_items, &l->next_items_cap, sizeof(qg_static_item), total) &&
-          qg_txn_reserve(txn, (void **)&l->start, &l->start_cap, sizeof(int32_t), starts) &&
-          qg_txn_reserve(txn, (void **)&l->next_start, &l->next_start_cap, sizeof(int32_t), starts) &&
-          qg_txn_reserve(txn, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle), pending) &&
-          (!made || reserve_cache(e, txn, e->dyn_count))))
-        return false;
-    if (made)
-        for (int32_t i = 0; i < e->dyn_count; ++i)
-            qg_cache_start(l, &e->cache[i], &e->fat[i], e->dyn[i], index->boxes[e->dyn[i]], e->frame);
-    return true;
+    return qg_txn_reserve(txn, (void **)&l->items, &l->item_cap, sizeof(qg_static_item), total) &&
+           qg_txn_reserve(txn, (void **)&l->next_items, &l->next_items_cap, sizeof(qg_static_item), total) &&
+           qg_txn_reserve(txn, (void **)&l->start, &l->start_cap, sizeof(int32_t), starts) &&
+           qg_txn_reserve(txn, (void **)&l->next_start, &l->next_start_cap, sizeof(int32_t), starts) &&
+           qg_txn_reserve(txn, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle), pending);
+}
+
+void qg_engine_make_cache(qg_index *index)
+{
+    qg_engine *e = index->engine;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (!reserve_cache(e, &txn, e->dyn_count)) {
+        qg_txn_rollback(&txn);
+        return;
+    }
+    // Blank entries; the next qg_cleanup fills them all (a new generation),
+    // in cell order with the layer fetched ahead.
+    for (int32_t i = 0; i < e->dyn_count; ++i)
+        qg_cache_blank(&e->cache[i], &e->fat[i], e->dyn[i], index->boxes[e->dyn[i]]);
+    e->cache_gen = 0;
 }
 
 /// Nothing pending: the rebuild's spare arrays go back to the allocator.
@@ -125,6 +133,35 @@ static void dyn_take(qg_engine *e, qg_handle h)
         e->stale[last_pos >> 6] &= ~((uint64_t)1 << (last_pos & 63));
         e->stale[pos >> 6] = (e->stale[pos >> 6] & ~((uint64_t)1 << (pos & 63))) | bit << (pos & 63);
     }
+}
+
+/// Gives back what an array holds beyond `target` elements, when the
+/// allocator can (keeping it as it is otherwise: nothing depends on it).
+static void shrink_array(qg_alloc *a, void **data, int32_t *cap, size_t elem, int64_t target)
+{
+    if (*cap <= target)
+        return;
+    void *p = qg_mem_resize(a, *data, (size_t)*cap * elem, (size_t)target * elem);
+    if (p != NULL) {
+        *data = p;
+        *cap = (int32_t)target;
+    }
+}
+
+/// The caches are sized for the dynamic elements there are when they are
+/// made; when many of those become static later, past four times what the
+/// dynamic elements need they shrink to twice (so a run of qg_set_static
+/// calls copies them a few times in all, not once a call).
+static void shrink_cache(qg_engine *e, qg_alloc *a)
+{
+    const int64_t need = (int64_t)e->dyn_count + 64;
+    if (e->cache == NULL || e->cache_cap <= 4 * need)
+        return;
+    const int64_t target = 2 * need, words = (target + 63) / 64;
+    shrink_array(a, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), target);
+    shrink_array(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), target);
+    shrink_array(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), words);
+    shrink_array(a, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * words);
 }
 
 /// No static element left: the caches go back to the allocator.
@@ -318,6 +355,7 @@ qg_status qg_set_static(qg_index *index, qg_handle handle, bool is_static)
         dyn_take(e, handle);
         e->flags[handle] = f | QG_F_STATIC;
         e->pending++;
+        shrink_cache(e, &index->alloc);
         return QG_OK;
     }
     if (!reserve_dyn(e, &txn, (int64_t)e->dyn_count + 1))
@@ -536,8 +574,11 @@ static void moved_many_part(int32_t begin, int32_t end, int32_t worker, void *co
 void qg_engine_moved_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, int32_t n)
 {
     qg_engine *e = index->engine;
-    if (e->cache == NULL)
+    if (e->cache == NULL) {
+        if (e->layer.live > 0)
+            qg_engine_make_cache(index);
         return;
+    }
     // The handles are distinct (qg_move_many checked them); only the stale
     // bits are shared.
     moved_many_task t;
@@ -614,8 +655,11 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
     if (!c.stopped && e->layer.live > 0 && e->dyn_count > 0) {
         int64_t b, end;
         qg_part_range(e->dyn_count, part, parts, &b, &end);
-        qg_cache_join(&e->layer, e->cache + b, e->fat + b, (int32_t)(end - b), index->boxes, e->flags, filters, fn,
-                      user, stats);
+        if (e->cache != NULL)
+            qg_cache_join(&e->layer, e->cache + b, e->fat + b, (int32_t)(end - b), index->boxes, e->flags, filters,
+                          fn, user, stats);
+        else
+            qg_static_join(&e->layer, index->boxes, e->dyn + b, (int32_t)(end - b), filters, fn, user, stats);
     }
 }
 
@@ -742,8 +786,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
         (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
         (e->cache != NULL && (e->cache_cap < e->dyn_count || e->fat_cap < e->dyn_count ||
                               (int64_t)e->stale_cap * 64 < e->dyn_count ||
-                              e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))) ||
-        (e->cache == NULL && (e->pending > 0 || e->layer.live > 0)))
+                              e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))))
         return QG_ERR_INVALID;
     for (int32_t i = 0; e->cache != NULL && i < e->dyn_count; ++i) {
         const qg_static_cache *c = &e->cache[i];

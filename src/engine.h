@@ -44,8 +44,11 @@ typedef struct qg_engine {
     qg_handle *dyn; ///< the dynamic elements
     int32_t dyn_count, dyn_cap;
     /// dyn[i]'s layer items cache[i] and fat box fat[i], and bit i of
-    /// stale: it left its fat box since the last qg_cleanup. Allocated while
-    /// there are static elements (pending or in the layer), NULL otherwise.
+    /// stale: it left its fat box since the last qg_cleanup. Made by the
+    /// first move after the layer has items (sized for what moves, not for
+    /// a level made static one tile at a time), given back when no static
+    /// element is left; NULL before (or when there was no memory for them:
+    /// the join then searches the layer for every element).
     qg_static_cache *cache;
     int32_t cache_cap;
     qg_rect *fat;
@@ -109,6 +112,9 @@ qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box);
 /// Undoes qg_engine_move_layer of h (its batch failed): h leaves the kind
 /// and re-enters the layer at position pos (its tombstone) with box old.
 void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old);
+/// Makes the dynamic elements' caches of static items (static_cache.h);
+/// without memory for them, nothing changes.
+void qg_engine_make_cache(qg_index *index);
 /// After the kind moved h (index->boxes[h] is its new box).
 static inline void qg_engine_moved(qg_index *index, qg_handle h)
 {
@@ -121,6 +127,8 @@ static inline void qg_engine_moved(qg_index *index, qg_handle h)
             e->stale[p >> 6] |= (uint64_t)1 << (p & 63);
             e->any_stale = true;
         }
+    } else if (e->layer.live > 0) {
+        qg_engine_make_cache(index);
     }
 }
 /// After the kind's qg_move_many moved these dynamic elements.

@@ -136,14 +136,21 @@ void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fa
     }
 }
 
-void qg_cache_start(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box,
-                    uint32_t frame)
+void qg_cache_blank(qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box)
 {
     c->handle = h;
     c->gen = 0;
     c->kills = 0;
     c->count = QG_CACHE_FULL;
+    c->at_x = c->at_y = 0.0f;
+    c->at_frame = 0;
     *fat = box;
+}
+
+void qg_cache_start(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box,
+                    uint32_t frame)
+{
+    qg_cache_blank(c, fat, h, box);
     if (layer->live > 0)
         qg_cache_fill(layer, c, fat, box, frame);
 }

@@ -47,6 +47,10 @@ typedef struct qg_static_cache {
     qg_static_item item[QG_CACHE_ITEMS]; ///< copies of layer items
 } qg_static_cache;
 
+/// A new entry for element h with box `box` that holds nothing yet (the
+/// join searches the layer for it).
+void qg_cache_blank(qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box);
+
 /// A new entry for element h with box `box` (fat box *fat), filled from the
 /// layer when it has items; `frame` counts the engine's qg_cleanup calls.
 void qg_cache_start(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box,
