@@ -600,6 +600,110 @@ static void test_level(void **state)
     }
 }
 
+/* The moving elements' caches of static items (src/static_cache.h) through
+ * their life, against the model every frame: made at the first move after
+ * the layer fills, refilled as movers leave their fat boxes (steady
+ * movers, turns and jumps, frames without a qg_cleanup), kept through
+ * removed tiles (a kill: a cached copy must not be reported), a rebuilt
+ * layer (movers made static settle), shrunk when most movers become static,
+ * given back when no static element is left, and made again. */
+static void test_cache_upkeep(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const uint64_t seed = tu_env_seed(0xCAC4Eu);
+    printf("engine cache upkeep: kind %s seed %llu\n", qg_kind_name(g_kind), (unsigned long long)seed);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    model *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    qg_config cfg = kind_config();
+    qg_index *ix = NULL;
+    assert_int_equal(qg_create(&cfg, &ix), QG_OK);
+    qg_handle tiles[32 * 32];
+    int ntiles = 0;
+    for (int y = 0; y < 32; y++)
+        for (int x = 0; x < 32; x++) {
+            if (tu_rng_below(&r, 100) >= 40)
+                continue;
+            const qg_rect b = tu_rect(16.0f * x, 16.0f * y, 16.0f * x + 16, 16.0f * y + 16);
+            const qg_handle h = qg_insert(ix, b);
+            model_add(m, h, b);
+            assert_int_equal(qg_set_static(ix, h, true), QG_OK);
+            m->stat[h] = true;
+            tiles[ntiles++] = h;
+        }
+    qg_cleanup(ix);
+    enum { AGENTS = 1500 };
+    static qg_handle agent[AGENTS];
+    static float vx[AGENTS], vy[AGENTS];
+    for (int i = 0; i < AGENTS; i++) {
+        const float x = tu_rng_range(&r, 0, 512), y = tu_rng_range(&r, 0, 512), sz = tu_rng_range(&r, 0, 9);
+        const qg_rect b = tu_rect(x, y, x + sz, y + sz);
+        agent[i] = qg_insert(ix, b);
+        model_add(m, agent[i], b);
+        vx[i] = tu_rng_range(&r, -2, 2);
+        vy[i] = tu_rng_range(&r, -2, 2);
+    }
+    for (int frame = 0; frame < 48; frame++) {
+        for (int i = 0; i < AGENTS; i++) {
+            const qg_handle h = agent[i];
+            if (!m->live[h] || (m->stat[h] && i % 2))
+                continue;
+            if (tu_rng_chance(&r, 0.03)) {
+                vx[i] = tu_rng_range(&r, -30, 30);
+                vy[i] = tu_rng_range(&r, -30, 30);
+            }
+            const qg_rect b = tu_rect(m->box[h].min_x + vx[i], m->box[h].min_y + vy[i], m->box[h].max_x + vx[i],
+                                      m->box[h].max_y + vy[i]);
+            assert_int_equal(qg_move(ix, h, b), QG_OK);
+            m->box[h] = b;
+        }
+        if (frame == 8)
+            for (int k = 0; k < ntiles; k += 7) { /* kills: copies of these tiles must not be reported */
+                assert_int_equal(qg_remove(ix, tiles[k]), QG_OK);
+                model_remove(m, tiles[k]);
+            }
+        if (frame == 12)
+            for (int i = 0; i < 40; i++) { /* they settle into the layer: a rebuild */
+                assert_int_equal(qg_set_static(ix, agent[i], true), QG_OK);
+                m->stat[agent[i]] = true;
+            }
+        if (frame == 20)
+            for (int i = 40; i < AGENTS - 100; i++) { /* most movers become static: the caches shrink */
+                assert_int_equal(qg_set_static(ix, agent[i], true), QG_OK);
+                m->stat[agent[i]] = true;
+            }
+        if (frame == 30)
+            for (int h = 0; h < m->high; h++) /* no static element left: the caches go */
+                if (m->live[h] && m->stat[h]) {
+                    if (h % 2) {
+                        assert_int_equal(qg_remove(ix, h), QG_OK);
+                        model_remove(m, h);
+                    } else {
+                        assert_int_equal(qg_set_static(ix, h, false), QG_OK);
+                        m->stat[h] = false;
+                    }
+                }
+        if (frame == 36)
+            for (int k = 0; k < ntiles; k += 2) /* a new level: the caches are made again */
+                if (!m->live[tiles[k]]) {
+                    const qg_rect b = tu_rect(16.0f * (float)(k % 32), 16.0f * (float)(k / 32), 16.0f * (float)(k % 32) + 16,
+                                              16.0f * (float)(k / 32) + 16);
+                    const qg_handle h = qg_insert(ix, b);
+                    model_add(m, h, b);
+                    assert_int_equal(qg_set_static(ix, h, true), QG_OK);
+                    m->stat[h] = true;
+                }
+        if (frame % 5 != 4) /* some frames move twice before a qg_cleanup */
+            qg_cleanup(ix);
+        check_all(ix, m, &r, seed, frame);
+    }
+    qg_destroy(ix);
+    free(m->prev);
+    free(m);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -829,6 +933,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_differential),
         cmocka_unit_test(test_level),
+        cmocka_unit_test(test_cache_upkeep),
         cmocka_unit_test(test_oom),
     };
     return tu_run_kind_tests("engine", g_kind, tests);
