@@ -46,20 +46,6 @@ typedef struct multi_grid {
     gr_bits bits;
 } multi_grid;
 
-static inline int mg_ctz(uint64_t v)
-{
-#if defined(__GNUC__)
-    return __builtin_ctzll(v);
-#else
-    int n = 0;
-    while (!(v & 1)) {
-        v >>= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
 static inline int mg_popcount(uint64_t v)
 {
 #if defined(__GNUC__)
@@ -190,7 +176,7 @@ static bool mg_descend(const mg_query *q, int l, int32_t wx, int32_t wy)
     x1 = x1 > 7 ? 7 : x1;
     y1 = y1 > 7 ? 7 : y1;
     for (uint64_t m = word & mg_footprint(x0, y0, x1, y1); m != 0; m &= m - 1) {
-        const int b = mg_ctz(m);
+        const int b = qg_ctz64(m);
         const int32_t cx = bx + (b & 7), cy = by + (b >> 3);
         if (l == 1) {
             q->stats->nodes_visited++;
