@@ -2,6 +2,9 @@
 #include "static_cache.h"
 
 #include <float.h>
+#if defined(__SSE2__)
+#    include <emmintrin.h>
+#endif
 
 #include "engine.h"
 
@@ -66,13 +69,17 @@ static void cache_velocity(const qg_static_cache *c, qg_rect box, uint32_t frame
     *vy = (box.min_y - c->at_y) / (float)dt;
 }
 
-/// The unused slots get a box that overlaps nothing (the join tests every
-/// slot).
-static void cache_pad(qg_static_cache *c)
+/// Stores the first c->count of `found` in the slots; the unused ones get
+/// a box that overlaps nothing (the join tests every slot).
+static void cache_store(qg_static_cache *c, const qg_static_item *found)
 {
-    for (int32_t k = c->count; k < QG_CACHE_ITEMS; ++k) {
-        c->item[k].box = (qg_rect){NAN, NAN, NAN, NAN};
-        c->item[k].handle = -1;
+    for (int32_t k = 0; k < QG_CACHE_ITEMS; ++k) {
+        const bool used = k < c->count;
+        c->min_x[k] = used ? found[k].box.min_x : NAN;
+        c->min_y[k] = used ? found[k].box.min_y : NAN;
+        c->max_x[k] = used ? found[k].box.max_x : NAN;
+        c->max_y[k] = used ? found[k].box.max_y : NAN;
+        c->item[k] = used ? found[k].handle : -1;
     }
 }
 
@@ -86,30 +93,31 @@ static void cache_fill_from(const qg_static_layer *layer, qg_static_cache *c, qg
     c->at_x = box.min_x;
     c->at_y = box.min_y;
     c->at_frame = frame;
-    c->count = span != NULL ? qg_static_collect_span(layer, *span, wide, c->item, QG_CACHE_ITEMS)
-                            : qg_static_collect(layer, wide, c->item, QG_CACHE_ITEMS);
+    qg_static_item found[QG_CACHE_ITEMS];
+    c->count = span != NULL ? qg_static_collect_span(layer, *span, wide, found, QG_CACHE_ITEMS)
+                            : qg_static_collect(layer, wide, found, QG_CACHE_ITEMS);
     if (c->count <= QG_CACHE_ITEMS) {
         *fat = wide;
-        cache_pad(c);
+        cache_store(c, found);
         return;
     }
     // Too many for the entry: shorter fat boxes may still fit (the element
     // then refills sooner); if none does, the wide one is kept, so the
     // element refills no more often while the join searches the layer for it.
     const qg_rect shorter = cache_fat(layer, box, vx, vy, SC_SCALE, SC_AHEAD_SHORT);
-    int32_t k = qg_static_collect(layer, shorter, c->item, QG_CACHE_ITEMS);
+    int32_t k = qg_static_collect(layer, shorter, found, QG_CACHE_ITEMS);
     if (k <= QG_CACHE_ITEMS) {
         *fat = shorter;
         c->count = k;
-        cache_pad(c);
+        cache_store(c, found);
         return;
     }
     const qg_rect tight = cache_fat(layer, box, 0.0f, 0.0f, 0.0f, 0.0f);
-    k = qg_static_collect(layer, tight, c->item, QG_CACHE_ITEMS);
+    k = qg_static_collect(layer, tight, found, QG_CACHE_ITEMS);
     *fat = k <= QG_CACHE_ITEMS ? tight : wide;
     c->count = k;
     if (k <= QG_CACHE_ITEMS)
-        cache_pad(c);
+        cache_store(c, found);
 }
 
 void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box, uint32_t frame)
@@ -122,7 +130,7 @@ void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fa
         c->at_frame = frame;
         *fat = box;
         c->count = 0;
-        cache_pad(c);
+        cache_store(c, NULL);
         return;
     }
     float vx, vy;
@@ -204,6 +212,25 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
     }
 }
 
+/// Bit k set when slot k's box overlaps b (closed; a NaN slot never does).
+static inline unsigned cache_hits(const qg_static_cache *c, qg_rect b)
+{
+#if defined(__SSE2__) && QG_CACHE_ITEMS == 4
+    const __m128 x = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_x), _mm_set1_ps(b.max_x)),
+                                _mm_cmple_ps(_mm_set1_ps(b.min_x), _mm_loadu_ps(c->max_x)));
+    const __m128 y = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_y), _mm_set1_ps(b.max_y)),
+                                _mm_cmple_ps(_mm_set1_ps(b.min_y), _mm_loadu_ps(c->max_y)));
+    return (unsigned)_mm_movemask_ps(_mm_and_ps(x, y));
+#else
+    unsigned hits = 0;
+    for (int k = 0; k < QG_CACHE_ITEMS; ++k)
+        hits |= (unsigned)((c->min_x[k] <= b.max_x) & (b.min_x <= c->max_x[k]) & (c->min_y[k] <= b.max_y) &
+                           (b.min_y <= c->max_y[k]))
+                << k;
+    return hits;
+#endif
+}
+
 /// Handles the join hands to the layer search (entries it cannot answer):
 /// gathered, so the search's look-ahead has a run to work on.
 #define CACHE_MISS_RUN 64
@@ -234,20 +261,18 @@ bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, c
         // Every slot tested (the unused ones hold an empty box): a fixed
         // count of branch-free tests, then a walk of the hits, in place of
         // a branch per item the predictor cannot learn.
-        unsigned hits = 0;
-        for (int k = 0; k < QG_CACHE_ITEMS; ++k)
-            hits |= (unsigned)qg_overlaps(c->item[k].box, b) << k;
+        unsigned hits = cache_hits(c, b);
         while (hits != 0) {
-            const qg_static_item *it = &c->item[qg_ctz64(hits)];
+            const qg_handle it = c->item[qg_ctz64(hits)];
             hits &= hits - 1;
-            if (check && !(flags[it->handle] & QG_F_LAYER))
+            if (check && !(flags[it] & QG_F_LAYER))
                 continue;
             if (filters != NULL) {
-                const qg_filter fa = filters[c->handle], fb = filters[it->handle];
+                const qg_filter fa = filters[c->handle], fb = filters[it];
                 if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
                     continue;
             }
-            if (!qg_report_pair(fn, user, c->handle, it->handle)) {
+            if (!qg_report_pair(fn, user, c->handle, it)) {
                 go = false;
                 break;
             }
@@ -274,15 +299,16 @@ bool qg_cache_valid(const qg_static_layer *layer, const qg_static_cache *c, qg_r
         return false;
     for (int32_t i = 0; i < k; ++i) {
         bool held = false;
-        for (int32_t j = 0; j < c->count && !held; ++j)
-            held = c->item[j].handle == found[i].handle &&
-                   memcmp(&c->item[j].box, &found[i].box, sizeof(qg_rect)) == 0;
+        for (int32_t j = 0; j < c->count && !held; ++j) {
+            const qg_rect r = {c->min_x[j], c->min_y[j], c->max_x[j], c->max_y[j]};
+            held = c->item[j] == found[i].handle && memcmp(&r, &found[i].box, sizeof(qg_rect)) == 0;
+        }
         if (!held)
             return false;
     }
     int32_t live = 0;
     for (int32_t j = 0; j < c->count; ++j) {
-        if (!(flags[c->item[j].handle] & QG_F_LAYER)) {
+        if (!(flags[c->item[j]] & QG_F_LAYER)) {
             if (c->kills == layer->kills)
                 return false; // gone without a kill counted since the fill
             continue;

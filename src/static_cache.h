@@ -38,13 +38,17 @@
 #define QG_CACHE_FULL (QG_CACHE_ITEMS + 1)
 
 typedef struct qg_static_cache {
+    /// The held items' boxes, a coordinate at a time (the join tests every
+    /// slot with one compare a coordinate); an unused slot's are NaN, which
+    /// overlaps nothing.
+    float min_x[QG_CACHE_ITEMS], min_y[QG_CACHE_ITEMS], max_x[QG_CACHE_ITEMS], max_y[QG_CACHE_ITEMS];
+    qg_handle item[QG_CACHE_ITEMS]; ///< the held items' handles
     qg_handle handle; ///< dyn[i]
     uint32_t gen;     ///< the layer's generation when filled; 0: never filled
     uint32_t kills;   ///< the layer's kill count when filled
     int32_t count;    ///< items held, or QG_CACHE_FULL
     float at_x, at_y; ///< the box's min corner at the fill
     uint32_t at_frame; ///< the engine's frame (qg_cleanup count) at the fill
-    qg_static_item item[QG_CACHE_ITEMS]; ///< copies of layer items
 } qg_static_cache;
 
 /// A new entry for element h with box `box` that holds nothing yet (the
