@@ -109,14 +109,18 @@ static void release_rebuild(qg_index *index)
     qg_array_free(&index->alloc, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle));
 }
 
-/// h (its box in index->boxes) joins the dynamic elements.
+/// h (its box in index->boxes) joins the dynamic elements; its cache is
+/// blank and stale (filled by the next qg_cleanup's refill, with the others).
 static void dyn_put(qg_index *index, qg_handle h)
 {
     qg_engine *e = index->engine;
-    e->dyn_pos[h] = e->dyn_count;
-    if (e->cache != NULL)
-        qg_cache_start(&e->layer, &e->cache[e->dyn_count], &e->fat[e->dyn_count], h, index->boxes[h], e->frame);
-    e->dyn[e->dyn_count++] = h;
+    const int32_t p = e->dyn_count++;
+    e->dyn_pos[h] = p;
+    e->dyn[p] = h;
+    if (e->cache != NULL) {
+        qg_cache_blank(&e->cache[p], &e->fat[p], h, index->boxes[h]);
+        qg_engine_mark_stale(e, p);
+    }
 }
 
 static void dyn_take(qg_engine *e, qg_handle h)
@@ -443,8 +447,6 @@ static void radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit)
     if (from != keys)
         memcpy(keys, from, (size_t)n * sizeof(uint64_t));
 }
-
-static void radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit);
 
 typedef struct refill_task {
     qg_index *index;

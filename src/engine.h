@@ -115,6 +115,12 @@ void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old);
 /// Makes the dynamic elements' caches of static items (static_cache.h);
 /// without memory for them, nothing changes.
 void qg_engine_make_cache(qg_index *index);
+/// Position p's cache is to be refilled at the next qg_cleanup.
+static inline void qg_engine_mark_stale(qg_engine *e, int32_t p)
+{
+    e->stale[p >> 6] |= (uint64_t)1 << (p & 63);
+    e->any_stale = true;
+}
 /// After the kind moved h (index->boxes[h] is its new box).
 static inline void qg_engine_moved(qg_index *index, qg_handle h)
 {
@@ -123,10 +129,8 @@ static inline void qg_engine_moved(qg_index *index, qg_handle h)
         e->flags[h] |= QG_F_MOVED;
     else if (e->cache != NULL) {
         const int32_t p = e->dyn_pos[h];
-        if (qg_cache_left(e->fat[p], index->boxes[h])) {
-            e->stale[p >> 6] |= (uint64_t)1 << (p & 63);
-            e->any_stale = true;
-        }
+        if (qg_cache_left(e->fat[p], index->boxes[h]))
+            qg_engine_mark_stale(e, p);
     } else if (e->layer.live > 0) {
         qg_engine_make_cache(index);
     }

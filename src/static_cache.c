@@ -120,7 +120,8 @@ static void cache_fill_from(const qg_static_layer *layer, qg_static_cache *c, qg
         cache_store(c, found);
 }
 
-void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box, uint32_t frame)
+/// Fills c and *fat for box `box` at `frame` (any layer).
+static void cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box, uint32_t frame)
 {
     if (layer->levels == 0) {
         c->gen = layer->gen;
@@ -155,14 +156,6 @@ void qg_cache_blank(qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box)
     *fat = box;
 }
 
-void qg_cache_start(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box,
-                    uint32_t frame)
-{
-    qg_cache_blank(c, fat, h, box);
-    if (layer->live > 0)
-        qg_cache_fill(layer, c, fat, box, frame);
-}
-
 /// How far ahead the refill of a dense layer reads: the element's box, old
 /// fat box and entry SC_AHEAD * 2 on; the new fat box's cells and their
 /// bucket starts SC_AHEAD on; the first items of its rows SC_AHEAD / 2 on
@@ -181,7 +174,7 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
     if (!qg_static_dense(layer)) {
         for (int32_t i = 0; i < m; ++i) {
             const int32_t p = (int32_t)(uint32_t)order[i];
-            qg_cache_fill(layer, &cache[p], &fat[p], boxes[dyn[p]], frame);
+            cache_fill(layer, &cache[p], &fat[p], boxes[dyn[p]], frame);
         }
         return;
     }

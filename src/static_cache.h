@@ -55,15 +55,6 @@ typedef struct qg_static_cache {
 /// join searches the layer for it).
 void qg_cache_blank(qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box);
 
-/// A new entry for element h with box `box` (fat box *fat), filled from the
-/// layer when it has items; `frame` counts the engine's qg_cleanup calls.
-void qg_cache_start(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box,
-                    uint32_t frame);
-
-/// Fills c and *fat for box `box` at `frame` (the fat box reaches ahead
-/// by the motion since the last fill).
-void qg_cache_fill(const qg_static_layer *layer, qg_static_cache *c, qg_rect *fat, qg_rect box, uint32_t frame);
-
 /// True when an element with fat box `fat` now at `box` needs a refill.
 static inline bool qg_cache_left(qg_rect fat, qg_rect box)
 {
