@@ -1270,7 +1270,8 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
         qg_mem_free(&index->alloc, b, head);
         return QG_ERR_NOMEM;
     }
-    uint8_t *over = (uint8_t *)(old + rest);
+    // No rest moves, no block (and no pointer arithmetic on NULL).
+    uint8_t *over = old != NULL ? (uint8_t *)(old + rest) : NULL;
     int32_t done = 0, i = 0;
     qg_status s = QG_OK;
     for (; i < n && done < rest; ++i) {
