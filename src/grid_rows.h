@@ -193,10 +193,11 @@ static inline int32_t gr_map(float v, float inv, float org)
 /// once without branches (this runs twice for every move): the same clamps,
 /// and truncation corrected down where it rounded a negative value up is
 /// the same floor, so both paths give the same cells.
-static inline gr_ibox gr_map_box(const gr_grid *g, qg_rect r)
-{
 #if defined(__SSE2__)
-    __m128 f = _mm_sub_ps(_mm_mul_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y), _mm_set1_ps(g->inv)),
+/// gr_map_box of a box held as one vector (qg_rect_vec).
+static inline gr_ibox gr_map_vec(const gr_grid *g, __m128 r)
+{
+    __m128 f = _mm_sub_ps(_mm_mul_ps(r, _mm_set1_ps(g->inv)),
                           _mm_loadu_ps(g->org));
     f = _mm_min_ps(_mm_max_ps(f, _mm_set1_ps(-GR_REACH)), _mm_set1_ps(GR_REACH));
     const __m128i t = _mm_cvttps_epi32(f);
@@ -204,6 +205,13 @@ static inline gr_ibox gr_map_box(const gr_grid *g, qg_rect r)
     gr_ibox out;
     _mm_storeu_si128((__m128i *)&out, _mm_add_epi32(t, up));
     return out;
+}
+#endif
+
+static inline gr_ibox gr_map_box(const gr_grid *g, qg_rect r)
+{
+#if defined(__SSE2__)
+    return gr_map_vec(g, qg_rect_vec(r));
 #else
     return (gr_ibox){gr_map(r.min_x, g->inv, g->org[0]), gr_map(r.min_y, g->inv, g->org[1]),
                      gr_map(r.max_x, g->inv, g->org[0]), gr_map(r.max_y, g->inv, g->org[1])};
@@ -712,7 +720,14 @@ static inline void gr_remove(gr_grid *g, gr_bits *bits, const qg_index *index, q
 static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_txn *txn, qg_handle h,
                                 qg_rect box)
 {
+#if defined(__SSE2__)
+    // The box kept as one vector: GCC would otherwise spill its two halves
+    // and reload them as one (a store-forwarding stall on every move).
+    const __m128 v = qg_rect_vec(box);
+    const gr_ibox nb = gr_map_vec(g, v);
+#else
     const gr_ibox nb = gr_map_box(g, box);
+#endif
     const gr_ibox ob = gr_map_box(g, index->boxes[h]);
     if (!gr_ibox_equal(ob, nb)) {
         const bool ow = gr_is_wide(g, ob), nw = gr_is_wide(g, nb);
@@ -737,7 +752,11 @@ static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_t
             gr_reach_add(g, nb);
         }
     }
+#if defined(__SSE2__)
+    _mm_storeu_ps(&index->boxes[h].min_x, v);
+#else
     index->boxes[h] = box;
+#endif
     return QG_OK;
 }
 

@@ -11,6 +11,9 @@
 #include <float.h>
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#    include <emmintrin.h>
+#endif
 
 typedef struct qg_kind_class qg_kind_class;
 
@@ -163,14 +166,57 @@ extern const qg_kind_class qg_loose_grid_class;
 extern const qg_kind_class qg_point_grid_class;
 extern const qg_kind_class qg_brute_force_class;
 
+#if defined(__SSE2__)
+/// A box as one vector (min_x, min_y, max_x, max_y). Built from its four
+/// floats rather than loaded from its address: a box passed by value
+/// arrives in two registers, and a 16-byte load of the two 8-byte halves
+/// spilled to the stack stalls on store forwarding (GCC and Clang: the SSE2
+/// paths are theirs).
+static inline __m128 qg_rect_vec(qg_rect r)
+{
+    // Two 8-byte halves joined in registers (unpcklpd); _mm_setr_ps of the
+    // four floats compiles to the spill and 16-byte reload.
+    typedef float qg_v2sf __attribute__((vector_size(8)));
+    const qg_v2sf lo = {r.min_x, r.min_y}, hi = {r.max_x, r.max_y};
+    double dl, dh;
+    memcpy(&dl, &lo, sizeof dl);
+    memcpy(&dh, &hi, sizeof dh);
+    return _mm_castpd_ps(_mm_setr_pd(dl, dh));
+}
+#endif
+
+/// True when `inner` lies inside `outer` (closed; false when a coordinate
+/// of either is NaN). Every move runs it (the engine's fat box), as one
+/// vector compare each way.
+static inline bool qg_rect_inside(qg_rect inner, qg_rect outer)
+{
+#if defined(__SSE2__)
+    const __m128 i = qg_rect_vec(inner), o = qg_rect_vec(outer);
+    // lanes 0, 1: outer's min <= inner's; lanes 2, 3: inner's max <= outer's
+    return ((_mm_movemask_ps(_mm_cmple_ps(o, i)) & 3) | (_mm_movemask_ps(_mm_cmple_ps(i, o)) & 12)) == 15;
+#else
+    return inner.min_x >= outer.min_x && inner.min_y >= outer.min_y && inner.max_x <= outer.max_x &&
+           inner.max_y <= outer.max_y;
+#endif
+}
+
 /// A storable box: finite, min <= max on both axes. x - x is 0 for every
 /// finite x and NaN for NaN and both infinities, so one comparison checks all
 /// four coordinates (this runs on every move; it relies on strict IEEE
 /// arithmetic, which the build keeps).
 static inline bool qg_box_valid(qg_rect b)
 {
+#if defined(__SSE2__)
+    // The same tests on one vector: x - x == 0 in all four lanes, and
+    // (min_x, min_y) <= (max_x, max_y) in the low two.
+    const __m128 v = qg_rect_vec(b);
+    const int finite = _mm_movemask_ps(_mm_cmpeq_ps(_mm_sub_ps(v, v), _mm_setzero_ps()));
+    const int ordered = _mm_movemask_ps(_mm_cmple_ps(v, _mm_movehl_ps(v, v)));
+    return (finite & (ordered | 12)) == 15;
+#else
     const float z = (b.min_x - b.min_x) + (b.min_y - b.min_y) + (b.max_x - b.max_x) + (b.max_y - b.max_y);
     return (z == 0.0f) & (b.min_x <= b.max_x) & (b.min_y <= b.max_y);
+#endif
 }
 
 /// A handle's term in the sums a kind's qg_validate compares to prove each

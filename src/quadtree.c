@@ -846,12 +846,11 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
 static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
-    const qt_ibox nb = qt_map_box(qt, box);
-    const qt_ibox ob = qt_map_box(qt, index->boxes[h]);
-    if (qt_same_cells(ob, nb, qt->depths[h])) {
+    const qg_rect old = index->boxes[h];
+    if (qg_tree_same_cells(&qt->world, old, box, QT_SIDE, QT_BITS - qt->depths[h])) {
         index->boxes[h] = box; // same leaves: no node changes
     } else {
-        const qg_status s = qt_move_slow(qt, txn, h, box, ob, nb, NULL, NULL);
+        const qg_status s = qt_move_slow(qt, txn, h, box, qt_map_box(qt, old), qt_map_box(qt, box), NULL, NULL);
         if (s != QG_OK)
             return s;
     }

@@ -58,7 +58,7 @@ void qg_cache_blank(qg_static_cache *c, qg_rect *fat, qg_handle h, qg_rect box);
 /// True when an element with fat box `fat` now at `box` needs a refill.
 static inline bool qg_cache_left(qg_rect fat, qg_rect box)
 {
-    return !(box.min_x >= fat.min_x && box.min_y >= fat.min_y && box.max_x <= fat.max_x && box.max_y <= fat.max_y);
+    return !qg_rect_inside(box, fat);
 }
 
 /// Refills the entries of positions order[0..m) (each the low 32 bits; the

@@ -143,8 +143,14 @@ static inline void qg_tree_world_reset(qg_tree_world *w, qg_rect box, int32_t si
 /// True when r is not wholly inside the world: what re-fitting counts.
 static inline bool qg_tree_outside(const qg_tree_world *w, qg_rect r)
 {
+#if defined(__SSE2__)
+    const __m128 v = qg_rect_vec(r), b = qg_rect_vec(w->box);
+    // lanes 0, 1: r's min below the world's; lanes 2, 3: r's max above it
+    return ((_mm_movemask_ps(_mm_cmplt_ps(v, b)) & 3) | (_mm_movemask_ps(_mm_cmplt_ps(b, v)) & 12)) != 0;
+#else
     const qg_rect b = w->box;
     return (r.min_x < b.min_x) | (r.min_y < b.min_y) | (r.max_x > b.max_x) | (r.max_y > b.max_y);
+#endif
 }
 
 /// Counts an insert or move that ends at r: four comparisons, so the re-fit
@@ -194,7 +200,7 @@ static inline qg_tree_ibox qg_tree_map_box(const qg_tree_world *w, qg_rect r, in
 {
     const qg_rect b = w->box;
 #if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(r.min_x, r.min_y, r.max_x, r.max_y),
+    __m128 f = _mm_mul_ps(_mm_sub_ps(qg_rect_vec(r),
                                      _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
                           _mm_setr_ps(w->scale_x, w->scale_y, w->scale_x, w->scale_y));
     // max(f, 0) then min(f, side - 1): the same clamps as qg_tree_map
@@ -208,6 +214,30 @@ static inline qg_tree_ibox qg_tree_map_box(const qg_tree_world *w, qg_rect r, in
                           qg_tree_map(r.min_y, b.min_y, w->scale_y, side),
                           qg_tree_map(r.max_x, b.min_x, w->scale_x, side),
                           qg_tree_map(r.max_y, b.min_y, w->scale_y, side)};
+#endif
+}
+
+/// True when boxes a and b map onto the same cells of a level whose cells
+/// are 2^shift units wide (shift in [0, 31]): the mapping of qg_tree_map_box,
+/// the two compared as one vector (every move runs it).
+static inline bool qg_tree_same_cells(const qg_tree_world *w, qg_rect a, qg_rect b, int32_t side, int shift)
+{
+#if defined(__SSE2__)
+    const qg_rect o = w->box;
+    const __m128 origin = _mm_setr_ps(o.min_x, o.min_y, o.min_x, o.min_y);
+    const __m128 scale = _mm_setr_ps(w->scale_x, w->scale_y, w->scale_x, w->scale_y);
+    const __m128 top = _mm_set1_ps((float)(side - 1));
+    const __m128 fa = _mm_mul_ps(_mm_sub_ps(qg_rect_vec(a), origin), scale);
+    const __m128 fb = _mm_mul_ps(_mm_sub_ps(qg_rect_vec(b), origin), scale);
+    const __m128i ia = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(fa, _mm_setzero_ps()), top));
+    const __m128i ib = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(fb, _mm_setzero_ps()), top));
+    // Same cell: the coordinates differ only below bit `shift`.
+    const __m128i d = _mm_srl_epi32(_mm_xor_si128(ia, ib), _mm_cvtsi32_si128(shift));
+    return _mm_movemask_epi8(_mm_cmpeq_epi32(d, _mm_setzero_si128())) == 0xFFFF;
+#else
+    const qg_tree_ibox ia = qg_tree_map_box(w, a, side), ib = qg_tree_map_box(w, b, side);
+    return ((ia.x0 ^ ib.x0) >> shift) == 0 && ((ia.y0 ^ ib.y0) >> shift) == 0 && ((ia.x1 ^ ib.x1) >> shift) == 0 &&
+           ((ia.y1 ^ ib.y1) >> shift) == 0;
 #endif
 }
 
