@@ -18,8 +18,8 @@
 /// this many frames of its motion ahead (fewer when the items would not
 /// fit); the motion is measured between fills at most SC_TRACK_FRAMES apart.
 #define SC_SCALE 0.5f
-#define SC_AHEAD_FRAMES 12.0f
-#define SC_AHEAD_SHORT 3.0f
+#define SC_AHEAD_FRAMES 24.0f
+#define SC_AHEAD_SHORT 6.0f
 #define SC_TRACK_FRAMES 64u
 
 static inline float clamp_finite(float v)
@@ -208,12 +208,18 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
 /// Bit k set when slot k's box overlaps b (closed; a NaN slot never does).
 static inline unsigned cache_hits(const qg_static_cache *c, qg_rect b)
 {
-#if defined(__SSE2__) && QG_CACHE_ITEMS == 4
-    const __m128 x = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_x), _mm_set1_ps(b.max_x)),
-                                _mm_cmple_ps(_mm_set1_ps(b.min_x), _mm_loadu_ps(c->max_x)));
-    const __m128 y = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_y), _mm_set1_ps(b.max_y)),
-                                _mm_cmple_ps(_mm_set1_ps(b.min_y), _mm_loadu_ps(c->max_y)));
-    return (unsigned)_mm_movemask_ps(_mm_and_ps(x, y));
+#if defined(__SSE2__) && QG_CACHE_ITEMS % 4 == 0
+    const __m128 bx0 = _mm_set1_ps(b.min_x), by0 = _mm_set1_ps(b.min_y);
+    const __m128 bx1 = _mm_set1_ps(b.max_x), by1 = _mm_set1_ps(b.max_y);
+    unsigned hits = 0;
+    for (int k = 0; k < QG_CACHE_ITEMS; k += 4) {
+        const __m128 x = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_x + k), bx1),
+                                    _mm_cmple_ps(bx0, _mm_loadu_ps(c->max_x + k)));
+        const __m128 y = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_y + k), by1),
+                                    _mm_cmple_ps(by0, _mm_loadu_ps(c->max_y + k)));
+        hits |= (unsigned)_mm_movemask_ps(_mm_and_ps(x, y)) << k;
+    }
+    return hits;
 #else
     unsigned hits = 0;
     for (int k = 0; k < QG_CACHE_ITEMS; ++k)
