@@ -121,15 +121,17 @@ static inline void qg_engine_mark_stale(qg_engine *e, int32_t p)
     e->stale[p >> 6] |= (uint64_t)1 << (p & 63);
     e->any_stale = true;
 }
-/// After the kind moved h (index->boxes[h] is its new box).
-static inline void qg_engine_moved(qg_index *index, qg_handle h)
+/// After the kind moved h to `box` (now index->boxes[h]; passed rather than
+/// read back: the kind has just stored it, often as two 8-byte halves, and
+/// a 16-byte load of them stalls until both stores are done).
+static inline void qg_engine_moved(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
     if (e->flags[h] & QG_F_STATIC)
         e->flags[h] |= QG_F_MOVED;
     else if (e->cache != NULL) {
         const int32_t p = e->dyn_pos[h];
-        if (qg_cache_left(e->fat[p], index->boxes[h]))
+        if (qg_cache_left(e->fat[p], box))
             qg_engine_mark_stale(e, p);
     } else if (e->layer.live > 0) {
         qg_engine_make_cache(index);

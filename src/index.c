@@ -215,7 +215,7 @@ qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
     if (s != QG_OK)
         qg_txn_rollback(&txn);
     else if (index->engine != NULL)
-        qg_engine_moved(index, handle);
+        qg_engine_moved(index, handle, box);
     return s;
 }
 
