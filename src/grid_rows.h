@@ -189,12 +189,8 @@ static inline int32_t gr_map(float v, float inv, float org)
     return (int32_t)floorf(f);
 }
 
-/// gr_map on the four coordinates of a box. With SSE the four are mapped at
-/// once without branches (this runs twice for every move): the same clamps,
-/// and truncation corrected down where it rounded a negative value up is
-/// the same floor, so both paths give the same cells.
 #if defined(__SSE2__)
-/// gr_map_box of a box held as one vector (qg_rect_vec).
+/// gr_map_box's SSE path, for a box already held as one vector (qg_rect_vec).
 static inline gr_ibox gr_map_vec(const gr_grid *g, __m128 r)
 {
     __m128 f = _mm_sub_ps(_mm_mul_ps(r, _mm_set1_ps(g->inv)),
@@ -208,6 +204,10 @@ static inline gr_ibox gr_map_vec(const gr_grid *g, __m128 r)
 }
 #endif
 
+/// gr_map on the four coordinates of a box. With SSE the four are mapped at
+/// once without branches (this runs twice for every move): the same clamps,
+/// and truncation corrected down where it rounded a negative value up is
+/// the same floor, so both paths give the same cells.
 static inline gr_ibox gr_map_box(const gr_grid *g, qg_rect r)
 {
 #if defined(__SSE2__)

@@ -308,15 +308,6 @@ static inline bool qt_next_leaf(const quadtree *qt, qt_iter *it, qt_ibox b, qt_c
     return false;
 }
 
-
-/// True when a and b cover the same cells of the given depth.
-static inline bool qt_same_cells(qt_ibox a, qt_ibox b, int depth)
-{
-    const int shift = QT_BITS - depth;
-    return ((a.x0 >> shift) == (b.x0 >> shift)) & ((a.x1 >> shift) == (b.x1 >> shift)) &
-           ((a.y0 >> shift) == (b.y0 >> shift)) & ((a.y1 >> shift) == (b.y1 >> shift));
-}
-
 /// The deepest node under `c` whose cell contains all of b (b inside c). The
 /// deepest level that can hold b is read off the highest bit in which b's
 /// corners differ, so the walk down only follows coordinate bits.
@@ -981,12 +972,11 @@ static void qt_batch_classify(int32_t begin, int32_t end, int32_t worker, void *
         qg_part_range(b->n, p, b->parts, &i0, &i1);
         for (int64_t i = i0; i < i1; ++i) {
             const qg_handle h = b->handles[i];
-            const qt_ibox nb = qt_map_box(qt, b->boxes[i]), ob = qt_map_box(qt, old[h]);
             uint16_t k = QT_KEEP;
-            if (!qt_same_cells(ob, nb, qt->depths[h])) {
+            if (!qg_tree_same_cells(&qt->world, old[h], b->boxes[i], QT_SIDE, QT_BITS - qt->depths[h])) {
                 k = 0;
                 if (cnt != NULL)
-                    cnt[k = qt_par_key(b, ob, nb)]++;
+                    cnt[k = qt_par_key(b, qt_map_box(qt, old[h]), qt_map_box(qt, b->boxes[i]))]++;
                 rest++;
             }
             b->key[i] = k;
