@@ -10,6 +10,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__SSE2__)
 #    include <emmintrin.h>
@@ -197,6 +198,21 @@ static inline bool qg_rect_inside(qg_rect inner, qg_rect outer)
 #else
     return inner.min_x >= outer.min_x && inner.min_y >= outer.min_y && inner.max_x <= outer.max_x &&
            inner.max_y <= outer.max_y;
+#endif
+}
+
+/// True when the kinds may run their AVX2 kernels (the quadtree's leaf
+/// pairs, the point grid's cell pairs): the processor has AVX2 and the
+/// environment does not set QG_NO_AVX2. Asked once per qg_create. The
+/// switch lets the tests run the SSE2 kernels on a processor with AVX2
+/// (each form is compared with brute force) and a user rule out the wide
+/// form when chasing a difference.
+static inline bool qg_cpu_avx2(void)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    return __builtin_cpu_supports("avx2") && getenv("QG_NO_AVX2") == NULL;
+#else
+    return false;
 #endif
 }
 

@@ -107,6 +107,13 @@
 
 #include <stdatomic.h>
 
+// The leaf pair kernel's AVX2 form is chosen at run time (qg_create asks the
+// processor), so the library still runs on any x86-64.
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define QT_HAVE_AVX2 1
+#endif
+
 #define QT_BITS QG_TREE_BITS
 #define QT_SIDE QG_TREE_SIDE
 #define QT_DEFAULT_DEPTH 8
@@ -170,6 +177,7 @@ typedef struct quadtree {
     int32_t max_depth, leaf_capacity;
     int32_t depth_cap; ///< a re-fit's max_depth: the configured one if the user chose it, else QT_BITS
     bool resplit;    ///< a re-fit left over-full leaves: the next insert or move splits them
+    bool wide;       ///< the processor runs AVX2 (qt_pairs_among_wide)
 } quadtree;
 
 /// Handles in the head block of a leaf holding `count` elements (0 for none).
@@ -622,6 +630,9 @@ static qg_status quadtree_init(qg_index *index)
     const int chosen = qg_tree_chosen_depth(config, QT_DEFAULT_DEPTH, QT_BITS);
     qt->depth_cap = config->max_depth == chosen ? QT_BITS : config->max_depth;
     qt->leaf_capacity = index->config.leaf_capacity;
+#if defined(QT_HAVE_AVX2)
+    qt->wide = qg_cpu_avx2();
+#endif
     qt->free_block = -1;
     qt_blocks_reset(&qt->blocks);
     qg_txn txn;
@@ -1496,6 +1507,51 @@ static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, 
     return true;
 }
 
+#if defined(QT_HAVE_AVX2)
+/// qt_pairs_among, each box tested against 8 others at once: a leaf of 21
+/// takes 30 compares instead of 60, and the boxes go to the lanes straight
+/// from the element array. Same tests (ordered <=, false for NaN), same
+/// pairs in the same order.
+__attribute__((target("avx2"))) static bool qt_pairs_among_wide(const quadtree *qt, qt_cell c,
+                                                                 const qg_handle *ids, int k, qg_pair_fn *fn,
+                                                                 void *user)
+{
+    _Alignas(32) float x0[QT_GATHER + 7], y0[QT_GATHER + 7], x1[QT_GATHER + 7], y1[QT_GATHER + 7];
+    const qg_rect *boxes = qt->base.boxes;
+    for (int i = 0; i < k; ++i) {
+        const qg_rect r = boxes[ids[i]];
+        x0[i] = r.min_x;
+        y0[i] = r.min_y;
+        x1[i] = r.max_x;
+        y1[i] = r.max_y;
+    }
+    for (int i = k; i < k + 7; ++i)
+        x0[i] = y0[i] = x1[i] = y1[i] = 0.0f; // read, then masked off
+    for (int i = 0; i + 1 < k; ++i) {
+        const __m256 ax0 = _mm256_set1_ps(x0[i]), ay0 = _mm256_set1_ps(y0[i]);
+        const __m256 ax1 = _mm256_set1_ps(x1[i]), ay1 = _mm256_set1_ps(y1[i]);
+        for (int j = i + 1; j < k; j += 8) {
+            const __m256 ox = _mm256_and_ps(_mm256_cmp_ps(ax0, _mm256_loadu_ps(x1 + j), _CMP_LE_OQ),
+                                            _mm256_cmp_ps(_mm256_loadu_ps(x0 + j), ax1, _CMP_LE_OQ));
+            const __m256 oy = _mm256_and_ps(_mm256_cmp_ps(ay0, _mm256_loadu_ps(y1 + j), _CMP_LE_OQ),
+                                            _mm256_cmp_ps(_mm256_loadu_ps(y0 + j), ay1, _CMP_LE_OQ));
+            unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_and_ps(ox, oy));
+            if (k - j < 8)
+                bits &= (1u << (k - j)) - 1;
+            while (bits != 0) {
+                const int l = j + __builtin_ctz(bits);
+                bits &= bits - 1;
+                const float px = x0[i] > x0[l] ? x0[i] : x0[l];
+                const float py = y0[i] > y0[l] ? y0[i] : y0[l];
+                if (qt_corner_here(qt, c, px, py) && !qg_report_pair(fn, user, ids[i], ids[l]))
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+#endif
+
 /// Pairs in a leaf too big to gather (only possible at max depth), walked in
 /// place: each handle against the rest of its block and the blocks after it.
 static bool qt_pairs_big_leaf(const quadtree *qt, qt_cell c, qg_pair_fn *fn, void *user)
@@ -1594,6 +1650,15 @@ static void qt_pairs_band(const quadtree *qt, int32_t y0, int32_t y1, qg_pair_fn
             }
         }
         qt_gather_batch(qt, leaf, n, ids, start);
+#if defined(QT_HAVE_AVX2)
+        if (qt->wide) {
+            for (int i = 0; i < n; ++i) {
+                if (!qt_pairs_among_wide(qt, leaf[i], ids + start[i], start[i + 1] - start[i], fn, user))
+                    return;
+            }
+            continue;
+        }
+#endif
         for (int i = 0; i < n; ++i) {
             if (!qt_pairs_among(qt, leaf[i], ids + start[i], start[i + 1] - start[i], fn, user))
                 return;

@@ -127,7 +127,7 @@ static qg_status point_grid_init(qg_index *index)
         qg_pg_level_init(&g->level[k], &index->config, k);
     g->steady_high = -1;
 #if defined(PG_HAVE_AVX2)
-    g->wide = __builtin_cpu_supports("avx2");
+    g->wide = qg_cpu_avx2();
 #endif
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
