@@ -107,13 +107,6 @@
 
 #include <stdatomic.h>
 
-// The leaf pair kernel's AVX2 form is chosen at run time (qg_create asks the
-// processor), so the library still runs on any x86-64.
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-#define QT_HAVE_AVX2 1
-#endif
-
 #define QT_BITS QG_TREE_BITS
 #define QT_SIDE QG_TREE_SIDE
 #define QT_DEFAULT_DEPTH 8
@@ -177,7 +170,6 @@ typedef struct quadtree {
     int32_t max_depth, leaf_capacity;
     int32_t depth_cap; ///< a re-fit's max_depth: the configured one if the user chose it, else QT_BITS
     bool resplit;    ///< a re-fit left over-full leaves: the next insert or move splits them
-    bool wide;       ///< the processor runs AVX2 (qt_pairs_among_wide)
 } quadtree;
 
 /// Handles in the head block of a leaf holding `count` elements (0 for none).
@@ -630,9 +622,6 @@ static qg_status quadtree_init(qg_index *index)
     const int chosen = qg_tree_chosen_depth(config, QT_DEFAULT_DEPTH, QT_BITS);
     qt->depth_cap = config->max_depth == chosen ? QT_BITS : config->max_depth;
     qt->leaf_capacity = index->config.leaf_capacity;
-#if defined(QT_HAVE_AVX2)
-    qt->wide = qg_cpu_avx2();
-#endif
     qt->free_block = -1;
     qt_blocks_reset(&qt->blocks);
     qg_txn txn;
@@ -1452,105 +1441,84 @@ static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rec
 /// Leaves gathered per batch in qg_pairs.
 #define QT_BATCH 32
 
+/// A leaf's boxes by axis, for the pair kernel: k of them, then padding
+/// lanes the kernel reads and masks off.
+typedef struct qt_lanes {
+    float x0[QT_GATHER + 3], y0[QT_GATHER + 3], x1[QT_GATHER + 3], y1[QT_GATHER + 3];
+} qt_lanes;
+
+/// Lays out the boxes of ids[0..k) by axis.
+static inline void qt_lanes_fill(const quadtree *qt, const qg_handle *ids, int k, qt_lanes *L)
+{
+    const qg_rect *boxes = qt->base.boxes;
+    for (int i = 0; i < k; ++i) {
+        const qg_rect r = boxes[ids[i]];
+        L->x0[i] = r.min_x;
+        L->y0[i] = r.min_y;
+        L->x1[i] = r.max_x;
+        L->y1[i] = r.max_y;
+    }
+    for (int i = k; i < k + 3; ++i)
+        L->x0[i] = L->y0[i] = L->x1[i] = L->y1[i] = 0.0f; // read, then masked off
+}
+
+/// Reports the pairs (i, j) of bit j in hit[i], i and j ascending, that
+/// belong to leaf c; false when the callback asked to stop.
+static bool qt_report_hits(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, const qt_lanes *L,
+                           const uint64_t *hit, qg_pair_fn *fn, void *user)
+{
+    for (int i = 0; i + 1 < k; ++i) {
+        for (uint64_t bits = hit[i]; bits != 0; bits &= bits - 1) {
+            const int j = qg_ctz64(bits);
+            const float px = L->x0[i] > L->x0[j] ? L->x0[i] : L->x0[j];
+            const float py = L->y0[i] > L->y0[j] ? L->y0[i] : L->y0[j];
+            if (qt_corner_here(qt, c, px, py) && !qg_report_pair(fn, user, ids[i], ids[j]))
+                return false;
+        }
+    }
+    return true;
+}
+
 /// Pairs among the k elements of one leaf, given their handles; false when
 /// the callback asked to stop. With SSE2 each box is tested against 4 others
 /// at once, its coordinates laid out by axis: a leaf of 21 takes 210 tests,
 /// and one by one their branches mispredicted on every overlap (the top
-/// cost of qg_pairs at 1,000,000). The tests are qg_overlaps' (<=, false
+/// cost of qg_pairs at 1,000,000). The compares fill a mask of hits per box
+/// before any pair is reported: with no call inside, the loop keeps its
+/// vectors in registers (a call clobbers them all), which made the leaf
+/// loop of the level workload half as long (an AVX2 form, 8 boxes a
+/// compare, then measured no faster). The tests are qg_overlaps' (<=, false
 /// for NaN), the pairs are reported in the same order.
 static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, qg_pair_fn *fn,
                            void *user)
 {
-    qg_rect r[QT_GATHER];
-    for (int i = 0; i < k; ++i)
-        r[i] = qt->base.boxes[ids[i]];
+    qt_lanes L;
+    qt_lanes_fill(qt, ids, k, &L);
+    uint64_t hit[QT_GATHER];
+    const uint64_t valid = k >= 64 ? ~0ull : (1ull << k) - 1;
+    uint64_t any = 0;
+    for (int i = 0; i + 1 < k; ++i) {
+        uint64_t m = 0;
 #if defined(__SSE2__)
-    float x0[QT_GATHER + 3], y0[QT_GATHER + 3], x1[QT_GATHER + 3], y1[QT_GATHER + 3];
-    for (int i = 0; i < k; ++i) {
-        x0[i] = r[i].min_x;
-        y0[i] = r[i].min_y;
-        x1[i] = r[i].max_x;
-        y1[i] = r[i].max_y;
-    }
-    for (int i = k; i < k + 3; ++i)
-        x0[i] = y0[i] = x1[i] = y1[i] = 0.0f; // read, then masked off
-    for (int i = 0; i + 1 < k; ++i) {
-        const qg_rect a = r[i];
-        const __m128 ax0 = _mm_set1_ps(a.min_x), ay0 = _mm_set1_ps(a.min_y);
-        const __m128 ax1 = _mm_set1_ps(a.max_x), ay1 = _mm_set1_ps(a.max_y);
+        const __m128 ax0 = _mm_set1_ps(L.x0[i]), ay0 = _mm_set1_ps(L.y0[i]);
+        const __m128 ax1 = _mm_set1_ps(L.x1[i]), ay1 = _mm_set1_ps(L.y1[i]);
         for (int j = i + 1; j < k; j += 4) {
-            const __m128 ox = _mm_and_ps(_mm_cmple_ps(ax0, _mm_loadu_ps(x1 + j)),
-                                         _mm_cmple_ps(_mm_loadu_ps(x0 + j), ax1));
-            const __m128 oy = _mm_and_ps(_mm_cmple_ps(ay0, _mm_loadu_ps(y1 + j)),
-                                         _mm_cmple_ps(_mm_loadu_ps(y0 + j), ay1));
-            unsigned bits = (unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy));
-            if (k - j < 4)
-                bits &= (1u << (k - j)) - 1;
-            while (bits != 0) {
-                const int l = qt_first_quadrant(bits & (0u - bits));
-                bits &= bits - 1;
-                if (qt_pair_here(qt, c, a, r[j + l]) && !qg_report_pair(fn, user, ids[i], ids[j + l]))
-                    return false;
-            }
+            const __m128 ox = _mm_and_ps(_mm_cmple_ps(ax0, _mm_loadu_ps(L.x1 + j)),
+                                         _mm_cmple_ps(_mm_loadu_ps(L.x0 + j), ax1));
+            const __m128 oy = _mm_and_ps(_mm_cmple_ps(ay0, _mm_loadu_ps(L.y1 + j)),
+                                         _mm_cmple_ps(_mm_loadu_ps(L.y0 + j), ay1));
+            m |= (uint64_t)(unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy)) << j;
         }
-    }
 #else
-    for (int i = 0; i < k; ++i) {
-        const qg_rect a = r[i];
-        for (int j = i + 1; j < k; ++j) {
-            if (qg_overlaps(a, r[j]) && qt_pair_here(qt, c, a, r[j]) &&
-                !qg_report_pair(fn, user, ids[i], ids[j]))
-                return false;
-        }
-    }
+        const qg_rect a = {L.x0[i], L.y0[i], L.x1[i], L.y1[i]};
+        for (int j = i + 1; j < k; ++j)
+            m |= (uint64_t)qg_overlaps(a, (qg_rect){L.x0[j], L.y0[j], L.x1[j], L.y1[j]}) << j;
 #endif
-    return true;
-}
-
-#if defined(QT_HAVE_AVX2)
-/// qt_pairs_among, each box tested against 8 others at once: a leaf of 21
-/// takes 30 compares instead of 60, and the boxes go to the lanes straight
-/// from the element array. Same tests (ordered <=, false for NaN), same
-/// pairs in the same order.
-__attribute__((target("avx2"))) static bool qt_pairs_among_wide(const quadtree *qt, qt_cell c,
-                                                                 const qg_handle *ids, int k, qg_pair_fn *fn,
-                                                                 void *user)
-{
-    _Alignas(32) float x0[QT_GATHER + 7], y0[QT_GATHER + 7], x1[QT_GATHER + 7], y1[QT_GATHER + 7];
-    const qg_rect *boxes = qt->base.boxes;
-    for (int i = 0; i < k; ++i) {
-        const qg_rect r = boxes[ids[i]];
-        x0[i] = r.min_x;
-        y0[i] = r.min_y;
-        x1[i] = r.max_x;
-        y1[i] = r.max_y;
+        hit[i] = m & valid; // lanes past k (which shifted past bit 63 are gone)
+        any |= hit[i];
     }
-    for (int i = k; i < k + 7; ++i)
-        x0[i] = y0[i] = x1[i] = y1[i] = 0.0f; // read, then masked off
-    for (int i = 0; i + 1 < k; ++i) {
-        const __m256 ax0 = _mm256_set1_ps(x0[i]), ay0 = _mm256_set1_ps(y0[i]);
-        const __m256 ax1 = _mm256_set1_ps(x1[i]), ay1 = _mm256_set1_ps(y1[i]);
-        for (int j = i + 1; j < k; j += 8) {
-            const __m256 ox = _mm256_and_ps(_mm256_cmp_ps(ax0, _mm256_loadu_ps(x1 + j), _CMP_LE_OQ),
-                                            _mm256_cmp_ps(_mm256_loadu_ps(x0 + j), ax1, _CMP_LE_OQ));
-            const __m256 oy = _mm256_and_ps(_mm256_cmp_ps(ay0, _mm256_loadu_ps(y1 + j), _CMP_LE_OQ),
-                                            _mm256_cmp_ps(_mm256_loadu_ps(y0 + j), ay1, _CMP_LE_OQ));
-            unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_and_ps(ox, oy));
-            if (k - j < 8)
-                bits &= (1u << (k - j)) - 1;
-            while (bits != 0) {
-                const int l = j + __builtin_ctz(bits);
-                bits &= bits - 1;
-                const float px = x0[i] > x0[l] ? x0[i] : x0[l];
-                const float py = y0[i] > y0[l] ? y0[i] : y0[l];
-                if (qt_corner_here(qt, c, px, py) && !qg_report_pair(fn, user, ids[i], ids[l]))
-                    return false;
-            }
-        }
-    }
-    return true;
+    return any == 0 || qt_report_hits(qt, c, ids, k, &L, hit, fn, user);
 }
-#endif
 
 /// Pairs in a leaf too big to gather (only possible at max depth), walked in
 /// place: each handle against the rest of its block and the blocks after it.
@@ -1650,15 +1618,6 @@ static void qt_pairs_band(const quadtree *qt, int32_t y0, int32_t y1, qg_pair_fn
             }
         }
         qt_gather_batch(qt, leaf, n, ids, start);
-#if defined(QT_HAVE_AVX2)
-        if (qt->wide) {
-            for (int i = 0; i < n; ++i) {
-                if (!qt_pairs_among_wide(qt, leaf[i], ids + start[i], start[i + 1] - start[i], fn, user))
-                    return;
-            }
-            continue;
-        }
-#endif
         for (int i = 0; i < n; ++i) {
             if (!qt_pairs_among(qt, leaf[i], ids + start[i], start[i + 1] - start[i], fn, user))
                 return;
