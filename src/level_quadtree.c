@@ -65,7 +65,7 @@
 /// Depth-first traversal pops one node and pushes at most 4.
 #define LV_STACK (3 * LV_MAX_DEPTH + 8)
 /// Nodes up to this many elements are copied to the C stack for pairs.
-#define LV_GATHER 64
+#define LV_GATHER QG_LANES
 
 typedef struct lv_node {
     int32_t head;  ///< first element of the node's list, -1 if none
@@ -380,21 +380,16 @@ static bool lv_pairs_within(const level_quadtree *lv, int32_t head, int32_t coun
 {
     const qg_rect *boxes = lv->base.boxes;
     if (count <= LV_GATHER) {
-        qg_rect r[LV_GATHER];
+        qg_lanes L;
         qg_handle ids[LV_GATHER];
         int k = 0;
         for (int32_t h = head; h >= 0; h = lv->links[h].next) {
             ids[k] = h;
-            r[k++] = boxes[h];
+            qg_lanes_put(&L, k++, boxes[h]);
         }
-        for (int i = 0; i < k; ++i) {
-            const qg_rect a = r[i];
-            for (int j = i + 1; j < k; ++j) {
-                if (qg_overlaps(a, r[j]) && !qg_report_pair(fn, user, ids[i], ids[j]))
-                    return false;
-            }
-        }
-        return true;
+        qg_lanes_end(&L, k);
+        uint64_t hit[LV_GATHER];
+        return qg_lanes_self(&L, k, hit) == 0 || qg_lanes_report(ids, k, hit, fn, user);
     }
     for (int32_t a = head; a >= 0; a = lv->links[a].next) {
         const qg_rect ra = boxes[a];

@@ -80,7 +80,7 @@
 /// and a pair descends at most twice the depth from where it started.
 #define LQ_PAIR_STACK (10 * (LQ_BITS + 1) + 4 * 2 * (LQ_BITS + 1) + 16)
 /// Leaves up to this size are copied to the C stack for the pair loops.
-#define LQ_GATHER 64
+#define LQ_GATHER QG_LANES
 
 typedef struct lq_node {
     float rect[4];    ///< min_x, min_y, max_x, max_y; empty: +max, -max
@@ -653,7 +653,7 @@ static void loose_quadtree_query(const qg_index *index, qg_rect area, qg_query_f
 
 /// Gathers the elements of leaf n whose boxes overlap `filter` into ids/r;
 /// returns how many, or -1 when more than LQ_GATHER would.
-static int lq_gather(const loose_quadtree *lq, lq_node n, qg_rect filter, qg_handle *ids, qg_rect *r)
+static int lq_gather(const loose_quadtree *lq, lq_node n, qg_rect filter, qg_handle *ids, qg_lanes *L)
 {
     int k = 0;
     for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
@@ -663,8 +663,9 @@ static int lq_gather(const loose_quadtree *lq, lq_node n, qg_rect filter, qg_han
         if (k == LQ_GATHER)
             return -1;
         ids[k] = h;
-        r[k++] = b;
+        qg_lanes_put(L, k++, b);
     }
+    qg_lanes_end(L, k);
     return k;
 }
 
@@ -672,18 +673,12 @@ static int lq_gather(const loose_quadtree *lq, lq_node n, qg_rect filter, qg_han
 static bool lq_pairs_self(const loose_quadtree *lq, lq_node n, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     qg_handle ids[LQ_GATHER];
-    qg_rect r[LQ_GATHER];
-    const int k = lq_gather(lq, n, lq_rect(&n), ids, r);
+    qg_lanes L;
+    const int k = lq_gather(lq, n, lq_rect(&n), ids, &L);
     if (k >= 0) {
         stats->elements_tested += (int64_t)k * (k - 1) / 2;
-        for (int i = 0; i < k; ++i) {
-            const qg_rect a = r[i];
-            for (int j = i + 1; j < k; ++j) {
-                if (qg_overlaps(a, r[j]) && !qg_report_pair(fn, user, ids[i], ids[j]))
-                    return false;
-            }
-        }
-        return true;
+        uint64_t hit[LQ_GATHER];
+        return qg_lanes_self(&L, k, hit) == 0 || qg_lanes_report(ids, k, hit, fn, user);
     }
     const qg_rect *boxes = lq->base.boxes;
     for (int32_t a = lq_head(n); a >= 0; a = lq->elems[a].next) {
@@ -703,8 +698,8 @@ static bool lq_pairs_cross(const loose_quadtree *lq, lq_node x, lq_node y, qg_pa
                            qg_query_stats *stats)
 {
     qg_handle ids[LQ_GATHER];
-    qg_rect r[LQ_GATHER];
-    const int k = lq_gather(lq, y, lq_rect(&x), ids, r);
+    qg_lanes L;
+    const int k = lq_gather(lq, y, lq_rect(&x), ids, &L);
     const qg_rect yr = lq_rect(&y);
     for (int32_t a = lq_head(x); a >= 0; a = lq->elems[a].next) {
         const qg_rect ra = lq->base.boxes[a];
@@ -712,8 +707,8 @@ static bool lq_pairs_cross(const loose_quadtree *lq, lq_node x, lq_node y, qg_pa
             continue;
         if (k >= 0) {
             stats->elements_tested += k;
-            for (int j = 0; j < k; ++j) {
-                if (qg_overlaps(ra, r[j]) && !qg_report_pair(fn, user, a, ids[j]))
+            for (uint64_t bits = qg_lanes_hits(&L, 0, k, ra); bits != 0; bits &= bits - 1) {
+                if (!qg_report_pair(fn, user, a, ids[qg_ctz64(bits)]))
                     return false;
             }
         } else {

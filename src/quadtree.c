@@ -121,7 +121,7 @@
 /// A leaf's elements are gathered into arrays of this size on the C stack
 /// for the pair loop; larger leaves (only possible at max depth) are walked
 /// in place.
-#define QT_GATHER 64
+#define QT_GATHER QG_LANES
 #define QT_STACK QG_TREE_STACK
 
 typedef struct qt_node {
@@ -1441,30 +1441,9 @@ static inline bool qt_pair_here(const quadtree *qt, qt_cell c, qg_rect a, qg_rec
 /// Leaves gathered per batch in qg_pairs.
 #define QT_BATCH 32
 
-/// A leaf's boxes by axis, for the pair kernel: k of them, then padding
-/// lanes the kernel reads and masks off.
-typedef struct qt_lanes {
-    float x0[QT_GATHER + 3], y0[QT_GATHER + 3], x1[QT_GATHER + 3], y1[QT_GATHER + 3];
-} qt_lanes;
-
-/// Lays out the boxes of ids[0..k) by axis.
-static inline void qt_lanes_fill(const quadtree *qt, const qg_handle *ids, int k, qt_lanes *L)
-{
-    const qg_rect *boxes = qt->base.boxes;
-    for (int i = 0; i < k; ++i) {
-        const qg_rect r = boxes[ids[i]];
-        L->x0[i] = r.min_x;
-        L->y0[i] = r.min_y;
-        L->x1[i] = r.max_x;
-        L->y1[i] = r.max_y;
-    }
-    for (int i = k; i < k + 3; ++i)
-        L->x0[i] = L->y0[i] = L->x1[i] = L->y1[i] = 0.0f; // read, then masked off
-}
-
-/// Reports the pairs (i, j) of bit j in hit[i], i and j ascending, that
-/// belong to leaf c; false when the callback asked to stop.
-static bool qt_report_hits(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, const qt_lanes *L,
+/// Reports the pairs (i, j) of bit j in hit[i] that belong to leaf c;
+/// false when the callback asked to stop.
+static bool qt_report_hits(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, const qg_lanes *L,
                            const uint64_t *hit, qg_pair_fn *fn, void *user)
 {
     for (int i = 0; i + 1 < k; ++i) {
@@ -1480,44 +1459,19 @@ static bool qt_report_hits(const quadtree *qt, qt_cell c, const qg_handle *ids, 
 }
 
 /// Pairs among the k elements of one leaf, given their handles; false when
-/// the callback asked to stop. With SSE2 each box is tested against 4 others
-/// at once, its coordinates laid out by axis: a leaf of 21 takes 210 tests,
-/// and one by one their branches mispredicted on every overlap (the top
-/// cost of qg_pairs at 1,000,000). The compares fill a mask of hits per box
-/// before any pair is reported: with no call inside, the loop keeps its
-/// vectors in registers (a call clobbers them all), which made the leaf
-/// loop of the level workload half as long (an AVX2 form, 8 boxes a
-/// compare, then measured no faster). The tests are qg_overlaps' (<=, false
-/// for NaN), the pairs are reported in the same order.
+/// the callback asked to stop. Each overlapping pair is reported in the
+/// leaf holding the top-left corner of the overlap, in the order of the
+/// handles in the leaf.
 static bool qt_pairs_among(const quadtree *qt, qt_cell c, const qg_handle *ids, int k, qg_pair_fn *fn,
                            void *user)
 {
-    qt_lanes L;
-    qt_lanes_fill(qt, ids, k, &L);
-    uint64_t hit[QT_GATHER];
-    const uint64_t valid = k >= 64 ? ~0ull : (1ull << k) - 1;
-    uint64_t any = 0;
-    for (int i = 0; i + 1 < k; ++i) {
-        uint64_t m = 0;
-#if defined(__SSE2__)
-        const __m128 ax0 = _mm_set1_ps(L.x0[i]), ay0 = _mm_set1_ps(L.y0[i]);
-        const __m128 ax1 = _mm_set1_ps(L.x1[i]), ay1 = _mm_set1_ps(L.y1[i]);
-        for (int j = i + 1; j < k; j += 4) {
-            const __m128 ox = _mm_and_ps(_mm_cmple_ps(ax0, _mm_loadu_ps(L.x1 + j)),
-                                         _mm_cmple_ps(_mm_loadu_ps(L.x0 + j), ax1));
-            const __m128 oy = _mm_and_ps(_mm_cmple_ps(ay0, _mm_loadu_ps(L.y1 + j)),
-                                         _mm_cmple_ps(_mm_loadu_ps(L.y0 + j), ay1));
-            m |= (uint64_t)(unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy)) << j;
-        }
-#else
-        const qg_rect a = {L.x0[i], L.y0[i], L.x1[i], L.y1[i]};
-        for (int j = i + 1; j < k; ++j)
-            m |= (uint64_t)qg_overlaps(a, (qg_rect){L.x0[j], L.y0[j], L.x1[j], L.y1[j]}) << j;
-#endif
-        hit[i] = m & valid; // lanes past k (which shifted past bit 63 are gone)
-        any |= hit[i];
-    }
-    return any == 0 || qt_report_hits(qt, c, ids, k, &L, hit, fn, user);
+    qg_lanes L;
+    const qg_rect *boxes = qt->base.boxes;
+    for (int i = 0; i < k; ++i)
+        qg_lanes_put(&L, i, boxes[ids[i]]);
+    qg_lanes_end(&L, k);
+    uint64_t hit[QG_LANES];
+    return qg_lanes_self(&L, k, hit) == 0 || qt_report_hits(qt, c, ids, k, &L, hit, fn, user);
 }
 
 /// Pairs in a leaf too big to gather (only possible at max depth), walked in

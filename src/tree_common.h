@@ -636,6 +636,92 @@ static inline uint32_t qg_tree_morton(uint32_t x, uint32_t y)
     return x | y << 1;
 }
 
+/* ---- a node's pairs, tested a vector at a time --------------------------- */
+
+/// Boxes a node's pair search gathers at most (the hit masks are 64 bits).
+#define QG_LANES 64
+
+/// A node's gathered boxes by axis: k of them, then padding lanes the tests
+/// read and mask off. With SSE2 a box is tested against 4 others at once
+/// (one by one, the branch on each overlap mispredicted: the top cost of
+/// the quadtree's qg_pairs at 1,000,000).
+typedef struct qg_lanes {
+    float x0[QG_LANES + 3], y0[QG_LANES + 3], x1[QG_LANES + 3], y1[QG_LANES + 3];
+} qg_lanes;
+
+/// Lane i holds r.
+static inline void qg_lanes_put(qg_lanes *L, int i, qg_rect r)
+{
+    L->x0[i] = r.min_x;
+    L->y0[i] = r.min_y;
+    L->x1[i] = r.max_x;
+    L->y1[i] = r.max_y;
+}
+
+/// Lane i's box.
+static inline qg_rect qg_lanes_get(const qg_lanes *L, int i)
+{
+    return (qg_rect){L->x0[i], L->y0[i], L->x1[i], L->y1[i]};
+}
+
+/// After lanes [0, k) are put: the padding the tests read.
+static inline void qg_lanes_end(qg_lanes *L, int k)
+{
+    for (int i = k; i < k + 3; ++i)
+        L->x0[i] = L->y0[i] = L->x1[i] = L->y1[i] = 0.0f;
+}
+
+/// Bit j set for each lane j in [from, k) whose box overlaps r (closed,
+/// qg_overlaps' test: <=, false for NaN).
+static inline uint64_t qg_lanes_hits(const qg_lanes *L, int from, int k, qg_rect r)
+{
+    uint64_t m = 0;
+#if defined(__SSE2__)
+    const __m128 rx0 = _mm_set1_ps(r.min_x), ry0 = _mm_set1_ps(r.min_y);
+    const __m128 rx1 = _mm_set1_ps(r.max_x), ry1 = _mm_set1_ps(r.max_y);
+    for (int j = from; j < k; j += 4) {
+        const __m128 ox =
+            _mm_and_ps(_mm_cmple_ps(rx0, _mm_loadu_ps(L->x1 + j)), _mm_cmple_ps(_mm_loadu_ps(L->x0 + j), rx1));
+        const __m128 oy =
+            _mm_and_ps(_mm_cmple_ps(ry0, _mm_loadu_ps(L->y1 + j)), _mm_cmple_ps(_mm_loadu_ps(L->y0 + j), ry1));
+        m |= (uint64_t)(unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy)) << j; // lanes past 63 shift out
+    }
+    return k >= 64 ? m : m & (((uint64_t)1 << k) - 1);
+#else
+    for (int j = from; j < k; ++j)
+        m |= (uint64_t)qg_overlaps(r, qg_lanes_get(L, j)) << j;
+    return m;
+#endif
+}
+
+/// The pairs among lanes [0, k): bit j of hit[i] (j > i) when lanes i and j
+/// overlap. All of them are found before any is reported: with no call in
+/// the loop, its vectors stay in registers (a call clobbers them all),
+/// which made the quadtree's leaf loop of the level workload half as long.
+/// Returns the union of the masks (0: no pair).
+static inline uint64_t qg_lanes_self(const qg_lanes *L, int k, uint64_t *hit)
+{
+    uint64_t any = 0;
+    for (int i = 0; i + 1 < k; ++i) {
+        hit[i] = qg_lanes_hits(L, i + 1, k, qg_lanes_get(L, i));
+        any |= hit[i];
+    }
+    return any;
+}
+
+/// Reports the pairs (ids[i], ids[j]) of the masks qg_lanes_self filled;
+/// false when fn stopped.
+static inline bool qg_lanes_report(const qg_handle *ids, int k, const uint64_t *hit, qg_pair_fn *fn, void *user)
+{
+    for (int i = 0; i + 1 < k; ++i) {
+        for (uint64_t bits = hit[i]; bits != 0; bits &= bits - 1) {
+            if (!qg_report_pair(fn, user, ids[i], ids[qg_ctz64(bits)]))
+                return false;
+        }
+    }
+    return true;
+}
+
 /// Sorts n keys whose bits 32..61 hold a cell's Morton code (the low 32
 /// bits a position, which keeps the sort stable): least significant digit
 /// first, 10 bits at a time, between `key` and `tmp` (n each). A bulk
