@@ -66,8 +66,8 @@
 #define BQ_QUEUE 512
 #define BQ_STACK QG_TREE_STACK
 /// A bucket's pair loop runs on blocks of this many elements copied to the
-/// C stack.
-#define BQ_GATHER 256
+/// C stack, by axis (tree_common.h's lanes, tested four at a time).
+#define BQ_GATHER QG_LANES
 
 typedef struct bq_node {
     int32_t first_child; ///< first of 4 children, -1 for a leaf
@@ -466,17 +466,18 @@ static void bucket_quadtree_query(const qg_index *index, qg_rect area, qg_query_
     }
 }
 
-/// Copies up to BQ_GATHER elements of a bucket, from element h on, into r
+/// Copies up to BQ_GATHER elements of a bucket, from element h on, into L
 /// and ids; returns how many and sets *rest to the first element not taken
 /// (-1 at the end of the bucket).
-static int bq_gather(const bucket_quadtree *bq, int32_t h, qg_rect *r, qg_handle *ids, int32_t *rest)
+static int bq_gather(const bucket_quadtree *bq, int32_t h, qg_lanes *L, qg_handle *ids, int32_t *rest)
 {
     const qg_rect *boxes = bq->base.boxes;
     int k = 0;
     for (; h >= 0 && k < BQ_GATHER; h = bq->next[h]) {
         ids[k] = h;
-        r[k++] = boxes[h];
+        qg_lanes_put(L, k++, boxes[h]);
     }
+    qg_lanes_end(L, k);
     *rest = h;
     return k;
 }
@@ -490,27 +491,18 @@ static int bq_gather(const bucket_quadtree *bq, int32_t h, qg_rect *r, qg_handle
 /// loop made the frame miss the cache on almost every test).
 static bool bq_pairs_within(const bucket_quadtree *bq, const bq_node *n, qg_pair_fn *fn, void *user)
 {
-    qg_rect ra[BQ_GATHER], rb[BQ_GATHER];
+    qg_lanes la, lb;
     qg_handle ia[BQ_GATHER], ib[BQ_GATHER];
+    uint64_t hit[BQ_GATHER];
     for (int32_t a0 = n->head; a0 >= 0;) {
         int32_t after;
-        const int ka = bq_gather(bq, a0, ra, ia, &after);
-        for (int i = 0; i < ka; ++i) {
-            const qg_rect a = ra[i];
-            for (int j = i + 1; j < ka; ++j) {
-                if (qg_overlaps(a, ra[j]) && !qg_report_pair(fn, user, ia[i], ia[j]))
-                    return false;
-            }
-        }
+        const int ka = bq_gather(bq, a0, &la, ia, &after);
+        if (qg_lanes_self(&la, ka, hit) != 0 && !qg_lanes_report(ia, ka, hit, fn, user))
+            return false;
         for (int32_t b0 = after; b0 >= 0;) {
-            const int kb = bq_gather(bq, b0, rb, ib, &b0);
-            for (int i = 0; i < ka; ++i) {
-                const qg_rect a = ra[i];
-                for (int j = 0; j < kb; ++j) {
-                    if (qg_overlaps(a, rb[j]) && !qg_report_pair(fn, user, ia[i], ib[j]))
-                        return false;
-                }
-            }
+            const int kb = bq_gather(bq, b0, &lb, ib, &b0);
+            if (qg_lanes_cross(&la, ka, &lb, kb, hit) != 0 && !qg_lanes_report_cross(ia, ka, ib, hit, fn, user))
+                return false;
         }
         a0 = after;
     }

@@ -709,6 +709,32 @@ static inline uint64_t qg_lanes_self(const qg_lanes *L, int k, uint64_t *hit)
     return any;
 }
 
+/// The pairs between lanes A[0, ka) and B[0, kb): bit j of hit[i] when A's
+/// lane i overlaps B's lane j. Returns the union of the masks.
+static inline uint64_t qg_lanes_cross(const qg_lanes *A, int ka, const qg_lanes *B, int kb, uint64_t *hit)
+{
+    uint64_t any = 0;
+    for (int i = 0; i < ka; ++i) {
+        hit[i] = qg_lanes_hits(B, 0, kb, qg_lanes_get(A, i));
+        any |= hit[i];
+    }
+    return any;
+}
+
+/// Reports the pairs (a[i], b[j]) of the masks qg_lanes_cross filled; false
+/// when fn stopped.
+static inline bool qg_lanes_report_cross(const qg_handle *a, int ka, const qg_handle *b, const uint64_t *hit,
+                                         qg_pair_fn *fn, void *user)
+{
+    for (int i = 0; i < ka; ++i) {
+        for (uint64_t bits = hit[i]; bits != 0; bits &= bits - 1) {
+            if (!qg_report_pair(fn, user, a[i], b[qg_ctz64(bits)]))
+                return false;
+        }
+    }
+    return true;
+}
+
 /// Reports the pairs (ids[i], ids[j]) of the masks qg_lanes_self filled;
 /// false when fn stopped.
 static inline bool qg_lanes_report(const qg_handle *ids, int k, const uint64_t *hit, qg_pair_fn *fn, void *user)
