@@ -497,11 +497,11 @@ static bool bq_pairs_within(const bucket_quadtree *bq, const bq_node *n, qg_pair
     for (int32_t a0 = n->head; a0 >= 0;) {
         int32_t after;
         const int ka = bq_gather(bq, a0, &la, ia, &after);
-        if (qg_lanes_self(&la, ka, hit) != 0 && !qg_lanes_report(ia, ka, hit, fn, user))
+        if (qg_lanes_self(&la, ka, hit) != 0 && !qg_lanes_report(ia, ka, ia, hit, fn, user))
             return false;
         for (int32_t b0 = after; b0 >= 0;) {
             const int kb = bq_gather(bq, b0, &lb, ib, &b0);
-            if (qg_lanes_cross(&la, ka, &lb, kb, hit) != 0 && !qg_lanes_report_cross(ia, ka, ib, hit, fn, user))
+            if (qg_lanes_cross(&la, ka, &lb, kb, hit) != 0 && !qg_lanes_report(ia, ka, ib, hit, fn, user))
                 return false;
         }
         a0 = after;

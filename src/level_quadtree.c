@@ -389,7 +389,7 @@ static bool lv_pairs_within(const level_quadtree *lv, int32_t head, int32_t coun
         }
         qg_lanes_end(&L, k);
         uint64_t hit[LV_GATHER];
-        return qg_lanes_self(&L, k, hit) == 0 || qg_lanes_report(ids, k, hit, fn, user);
+        return qg_lanes_self(&L, k, hit) == 0 || qg_lanes_report(ids, k, ids, hit, fn, user);
     }
     for (int32_t a = head; a >= 0; a = lv->links[a].next) {
         const qg_rect ra = boxes[a];

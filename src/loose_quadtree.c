@@ -678,7 +678,7 @@ static bool lq_pairs_self(const loose_quadtree *lq, lq_node n, qg_pair_fn *fn, v
     if (k >= 0) {
         stats->elements_tested += (int64_t)k * (k - 1) / 2;
         uint64_t hit[LQ_GATHER];
-        return qg_lanes_self(&L, k, hit) == 0 || qg_lanes_report(ids, k, hit, fn, user);
+        return qg_lanes_self(&L, k, hit) == 0 || qg_lanes_report(ids, k, ids, hit, fn, user);
     }
     const qg_rect *boxes = lq->base.boxes;
     for (int32_t a = lq_head(n); a >= 0; a = lq->elems[a].next) {

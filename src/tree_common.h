@@ -698,11 +698,12 @@ static inline uint64_t qg_lanes_hits(const qg_lanes *L, int from, int k, qg_rect
 /// overlap. All of them are found before any is reported: with no call in
 /// the loop, its vectors stay in registers (a call clobbers them all),
 /// which made the quadtree's leaf loop of the level workload half as long.
-/// Returns the union of the masks (0: no pair).
+/// Fills hit[0..k) (the last one 0); returns the union of the masks (0: no
+/// pair).
 static inline uint64_t qg_lanes_self(const qg_lanes *L, int k, uint64_t *hit)
 {
     uint64_t any = 0;
-    for (int i = 0; i + 1 < k; ++i) {
+    for (int i = 0; i < k; ++i) {
         hit[i] = qg_lanes_hits(L, i + 1, k, qg_lanes_get(L, i));
         any |= hit[i];
     }
@@ -721,27 +722,14 @@ static inline uint64_t qg_lanes_cross(const qg_lanes *A, int ka, const qg_lanes 
     return any;
 }
 
-/// Reports the pairs (a[i], b[j]) of the masks qg_lanes_cross filled; false
-/// when fn stopped.
-static inline bool qg_lanes_report_cross(const qg_handle *a, int ka, const qg_handle *b, const uint64_t *hit,
-                                         qg_pair_fn *fn, void *user)
+/// Reports the pairs (a[i], b[j]) of bit j in hit[i], i < ka, of the masks
+/// qg_lanes_cross filled (qg_lanes_self's: b is a); false when fn stopped.
+static inline bool qg_lanes_report(const qg_handle *a, int ka, const qg_handle *b, const uint64_t *hit,
+                                   qg_pair_fn *fn, void *user)
 {
     for (int i = 0; i < ka; ++i) {
         for (uint64_t bits = hit[i]; bits != 0; bits &= bits - 1) {
             if (!qg_report_pair(fn, user, a[i], b[qg_ctz64(bits)]))
-                return false;
-        }
-    }
-    return true;
-}
-
-/// Reports the pairs (ids[i], ids[j]) of the masks qg_lanes_self filled;
-/// false when fn stopped.
-static inline bool qg_lanes_report(const qg_handle *ids, int k, const uint64_t *hit, qg_pair_fn *fn, void *user)
-{
-    for (int i = 0; i + 1 < k; ++i) {
-        for (uint64_t bits = hit[i]; bits != 0; bits &= bits - 1) {
-            if (!qg_report_pair(fn, user, ids[i], ids[qg_ctz64(bits)]))
                 return false;
         }
     }
