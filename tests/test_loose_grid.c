@@ -547,135 +547,6 @@ static void test_refit_oom(void **state)
 
 /* ---- several cores ------------------------------------------------------ */
 
-/* A job system that runs the ranges one by one, last first: the parts must
- * not depend on the order they run in. */
-static void backwards_run(qg_task_fn *task, int32_t count, void *context, void *user)
-{
-    (void)user;
-    for (int32_t i = count; i-- > 0;)
-        task(i, i + 1, 0, context);
-}
-
-static void sorted_pairs(const qg_index *idx, tu_vec *out)
-{
-    tu_collect c;
-    memset(&c, 0, sizeof c);
-    assert_int_equal(qg_pairs(idx, tu_collect_pair, &c), QG_OK);
-    assert_int_equal(c.bad_order, 0);
-    tu_vec_sort(&c.out);
-    *out = c.out;
-}
-
-/* The kind's pairs are the oracle's, and for 2, 3, 7 and 64 parts the
- * parts' pairs together are the same set, each pair in one part only. */
-static void check_parts(const qg_index *idx, const qg_index *oracle)
-{
-    tu_vec all, want;
-    sorted_pairs(idx, &all);
-    sorted_pairs(oracle, &want);
-    assert_int_equal(tu_vec_first_diff(&all, &want), -1);
-    static const int32_t counts[] = {2, 3, 7, 64};
-    for (size_t w = 0; w < sizeof counts / sizeof *counts; w++) {
-        const int32_t parts = counts[w];
-        tu_collect c[64];
-        void *users[64];
-        memset(c, 0, sizeof c);
-        for (int32_t p = 0; p < parts; p++)
-            users[p] = &c[p];
-        const qg_jobs jobs = {parts, backwards_run, NULL};
-        assert_int_equal(qg_pairs_parallel(idx, &jobs, tu_collect_pair, users, NULL), QG_OK);
-        tu_vec u;
-        memset(&u, 0, sizeof u);
-        for (int32_t p = 0; p < parts; p++) {
-            assert_int_equal(c[p].bad_order, 0);
-            for (size_t i = 0; i < c[p].out.n; i++)
-                tu_vec_push(&u, c[p].out.v[i]);
-            tu_vec_free(&c[p].out);
-        }
-        tu_vec_sort(&u);
-        assert_int_equal(tu_vec_first_diff(&u, &all), -1);
-        tu_vec_free(&u);
-    }
-    tu_vec_free(&all);
-    tu_vec_free(&want);
-}
-
-static void insert_both(qg_index *idx, qg_index *oracle, qg_rect r)
-{
-    const qg_handle h = qg_insert(idx, r);
-    assert_true(h >= 0);
-    assert_int_equal(qg_insert(oracle, r), h);
-}
-
-/* Band and range splits on scenes that stress them: every element in one
- * thin row (the other parts' bands empty), tall boxes over every band,
- * crowds outside the bounds on both sides (on the grids' torus they wrap
- * into the bands of the bounds' cells), a box over everything; then a
- * batch move that takes elements across bands, out of and into the huge
- * box's place, and a parallel cleanup, checked after each step. */
-static void parts_scenes(qg_index *idx)
-{
-    qg_index *oracle = NULL;
-    qg_config oc = qg_default_config(QG_BRUTE_FORCE);
-    assert_int_equal(qg_create(&oc, &oracle), QG_OK);
-    for (int i = 0; i < 50; i++)
-        insert_both(idx, oracle, tu_rect((float)i * 10, 100, (float)i * 10 + 12, 108));
-    qg_cleanup(idx);
-    check_parts(idx, oracle);
-    for (int i = 0; i < 30; i++)
-        insert_both(idx, oracle, tu_rect((float)i * 7, -500, (float)i * 7 + 5, 1500));
-    for (int i = 0; i < 30; i++)
-        insert_both(idx, oracle, tu_rect(3000 + (float)i * 3, 2040 + (float)i, 3010 + (float)i * 3, 2060 + (float)i));
-    for (int i = 0; i < 30; i++)
-        insert_both(idx, oracle, tu_rect(-1100 + (float)i * 3, -20 - (float)i, -1090 + (float)i * 3, 10));
-    check_parts(idx, oracle);
-    qg_cleanup(idx);
-    check_parts(idx, oracle);
-    insert_both(idx, oracle, tu_rect(-1e30f, -1e30f, 1e30f, 1e30f));
-    check_parts(idx, oracle);
-    const int32_t n = qg_count(idx);
-    qg_handle hs[200];
-    qg_rect bs[200];
-    assert_true(n <= 200);
-    for (int32_t i = 0; i < n; i++) {
-        qg_rect b;
-        assert_int_equal(qg_get(idx, i, &b), QG_OK);
-        if (i == n - 1) {
-            b = tu_rect(500, 500, 520, 520); /* the huge box comes down */
-        } else if (i == 0) {
-            b = tu_rect(-1e30f, -1e30f, 1e30f, 1e30f); /* and another goes up */
-        } else {
-            const float dx = (float)(i % 3) * 50, dy = (float)(i % 7 - 3) * 37;
-            b = tu_rect(b.min_x + dx, b.min_y + dy, b.max_x + dx, b.max_y + dy);
-        }
-        hs[i] = i;
-        bs[i] = b;
-    }
-    const qg_jobs jobs = {3, backwards_run, NULL};
-    assert_int_equal(qg_move_many(idx, &jobs, hs, bs, n), QG_OK);
-    for (int32_t i = 0; i < n; i++)
-        assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
-    assert_int_equal(qg_validate(idx), QG_OK);
-    check_parts(idx, oracle);
-    qg_cleanup_parallel(idx, &jobs);
-    assert_int_equal(qg_validate(idx), QG_OK);
-    check_parts(idx, oracle);
-    /* Everything back, in one batch again, then a cleanup on one thread. */
-    for (int32_t i = 0; i < n; i++)
-        assert_int_equal(qg_get(oracle, i, &bs[i]), QG_OK);
-    for (int32_t i = 0; i < n; i++) {
-        const float d = (float)(i % 5) * 300;
-        bs[i] = tu_rect(bs[i].min_x, bs[i].min_y + d, bs[i].max_x, bs[i].max_y + d);
-        assert_int_equal(qg_move(oracle, i, bs[i]), QG_OK);
-    }
-    assert_int_equal(qg_move_many(idx, &jobs, hs, bs, n), QG_OK);
-    assert_int_equal(qg_validate(idx), QG_OK);
-    check_parts(idx, oracle);
-    qg_cleanup(idx);
-    check_parts(idx, oracle);
-    qg_destroy(oracle);
-}
-
 static void test_parts(void **state)
 {
     (void)state;
@@ -683,7 +554,7 @@ static void test_parts(void **state)
     tu_alloc a;
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 1024, 1024), 32);
-    parts_scenes(idx);
+    tu_parts_scenes(idx);
     assert_int_equal(qg_validate(idx), QG_OK);
     assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
     qg_destroy(idx);

@@ -184,4 +184,12 @@ void tu_hint_refit_oom(qg_kind kind);
  * QG_ERR_NOMEM and change nothing (or succeed without allocating). */
 void tu_hint_failing_worlds(qg_kind kind);
 
+/* Band and range splits of qg_pairs_parallel on scenes that stress them
+ * (one thin row, tall boxes over every band, crowds outside the bounds, a
+ * box over everything, batch moves across bands, parallel and serial
+ * cleanups): after each step the kind's pairs equal the oracle's, and for
+ * 2, 3, 7 and 64 parts the parts' pairs together are that set, each pair in
+ * one part only. `idx` is empty, its bounds [0, 1024]^2. */
+void tu_parts_scenes(qg_index *idx);
+
 #endif
