@@ -32,20 +32,25 @@ static bool fail(bench_impl *s, const char *what, qg_status st) {
     return false;
 }
 
-static bool qgb_create(bench_impl **out, const bench_setup *setup, const void *arg) {
-    qg_kind kind = *(const qg_kind *)arg;
-    bench_impl *s = calloc(1, sizeof *s);
-    if (!s) return false;
-    *out = s;
-    qg_config cfg = qg_default_config(kind);
+/* The index of a run: the kind's defaults with the bench's bounds and
+ * tuning (every workload, level included, configures it the same way). */
+static qg_status bench_index(const bench_setup *setup, const void *arg, qg_index **index) {
+    qg_config cfg = qg_default_config(*(const qg_kind *)arg);
     cfg.bounds = setup->bounds;
     cfg.element_size = setup->element_size;
     cfg.max_element_size = setup->max_element_size;
     cfg.max_depth = setup->max_depth;
     cfg.leaf_capacity = setup->leaf_capacity;
     cfg.cell_size = setup->cell_size;
+    return qg_create(&cfg, index);
+}
+
+static bool qgb_create(bench_impl **out, const bench_setup *setup, const void *arg) {
+    bench_impl *s = calloc(1, sizeof *s);
+    if (!s) return false;
+    *out = s;
     s->jobs = setup->jobs;
-    qg_status st = qg_create(&cfg, &s->index);
+    qg_status st = bench_index(setup, arg, &s->index);
     if (st != QG_OK) return fail(s, "qg_create", st);
     size_t count = setup->n > 0 ? (size_t)setup->n : 1;
     s->handle_of = malloc(count * sizeof *s->handle_of);
@@ -317,19 +322,11 @@ static bool lfail(bench_level *l, const char *what, qg_status st) {
 }
 
 static bool qgl_create(bench_level **out, const bench_setup *setup, const void *arg) {
-    qg_kind kind = *(const qg_kind *)arg;
     bench_level *l = calloc(1, sizeof *l);
     if (!l) return false;
     *out = l;
-    qg_config cfg = qg_default_config(kind);
-    cfg.bounds = setup->bounds;
-    cfg.element_size = setup->element_size;
-    cfg.max_element_size = setup->max_element_size;
-    cfg.max_depth = setup->max_depth;
-    cfg.leaf_capacity = setup->leaf_capacity;
-    cfg.cell_size = setup->cell_size;
     l->jobs = setup->jobs;
-    qg_status st = qg_create(&cfg, &l->index);
+    qg_status st = bench_index(setup, arg, &l->index);
     return st == QG_OK || lfail(l, "qg_create", st);
 }
 
