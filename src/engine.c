@@ -217,6 +217,7 @@ static qg_engine *engine_get(qg_index *index)
     if (e == NULL)
         return NULL;
     memset(e, 0, sizeof *e);
+    e->wide = qg_cpu_avx2();
     index->engine = e;
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
@@ -659,7 +660,7 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
         qg_part_range(e->dyn_count, part, parts, &b, &end);
         if (e->cache != NULL)
             qg_cache_join(&e->layer, e->cache + b, e->fat + b, (int32_t)(end - b), index->boxes, e->flags, filters,
-                          fn, user, stats);
+                          fn, user, stats, e->wide);
         else
             qg_static_join(&e->layer, index->boxes, e->dyn + b, (int32_t)(end - b), filters, fn, user, stats);
     }

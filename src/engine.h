@@ -58,6 +58,7 @@ typedef struct qg_engine {
     uint64_t *order;   ///< 2 * 64 * stale_cap: the refill's sort keys and scratch
     int32_t order_cap;
     bool any_stale;    ///< some bit of stale is set
+    bool wide;         ///< the join may run its AVX2 form (qg_cpu_avx2)
     uint32_t frame;    ///< qg_cleanup calls (the caches measure motion per frame)
     uint32_t cache_gen; ///< the layer generation every entry was last refilled at
 

@@ -201,9 +201,9 @@ static inline bool qg_rect_inside(qg_rect inner, qg_rect outer)
 #endif
 }
 
-/// True when a kind may run its AVX2 kernels (the point grid's cell
-/// pairs): the processor has AVX2 and the
-/// environment does not set QG_NO_AVX2. Asked once per qg_create. The
+/// True when AVX2 kernels may run (the point grid's cell pairs, the static
+/// caches' join): the processor has AVX2 and the
+/// environment does not set QG_NO_AVX2. Asked once per index. The
 /// switch lets the tests run the SSE2 kernels on a processor with AVX2
 /// (each form is compared with brute force) and a user rule out the wide
 /// form when chasing a difference.

@@ -5,6 +5,12 @@
 #if defined(__SSE2__)
 #    include <emmintrin.h>
 #endif
+// The join's AVX2 form is chosen at run time (the engine asks the processor
+// once), so the library still runs on any x86-64.
+#if defined(__GNUC__) && defined(__x86_64__) && QG_CACHE_ITEMS == 8
+#    include <immintrin.h>
+#    define QG_CACHE_AVX2 1
+#endif
 
 #include "engine.h"
 
@@ -230,6 +236,18 @@ static inline unsigned cache_hits(const qg_static_cache *c, qg_rect b)
 #endif
 }
 
+#if defined(QG_CACHE_AVX2)
+/// cache_hits with the eight slots in one AVX2 compare a coordinate.
+__attribute__((target("avx2"))) static inline unsigned cache_hits_wide(const qg_static_cache *c, qg_rect b)
+{
+    const __m256 x = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_x), _mm256_set1_ps(b.max_x), _CMP_LE_OQ),
+                                   _mm256_cmp_ps(_mm256_set1_ps(b.min_x), _mm256_loadu_ps(c->max_x), _CMP_LE_OQ));
+    const __m256 y = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_y), _mm256_set1_ps(b.max_y), _CMP_LE_OQ),
+                                   _mm256_cmp_ps(_mm256_set1_ps(b.min_y), _mm256_loadu_ps(c->max_y), _CMP_LE_OQ));
+    return (unsigned)_mm256_movemask_ps(_mm256_and_ps(x, y));
+}
+#endif
+
 /// Handles the join hands to the layer search (entries it cannot answer):
 /// gathered, so the search's look-ahead has a run to work on.
 #define CACHE_MISS_RUN 64
@@ -259,9 +277,14 @@ static bool cache_report(const uint32_t *a, const qg_handle *b, int32_t n, const
     return true;
 }
 
-bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
-                   const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
-                   qg_query_stats *stats)
+/// The join, written once for both forms: `wide` is a constant in each
+/// caller, so each gets its own copy with its own slot test.
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline bool cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
+                              const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
+                              void *user, qg_query_stats *stats, bool wide)
 {
     const uint32_t gen = layer->gen, kills = layer->kills;
     qg_handle miss[CACHE_MISS_RUN];
@@ -294,7 +317,13 @@ bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, c
             // (a walk of the hits by bit cost a third of the join at
             // 1,000,000). The top slot's index stands in for "none" (its
             // store is not counted).
-            const unsigned hits = cache_hits(c, b), rest = hits & (hits - 1);
+#if defined(QG_CACHE_AVX2)
+            const unsigned hits = wide ? cache_hits_wide(c, b) : cache_hits(c, b);
+#else
+            const unsigned hits = cache_hits(c, b);
+            (void)wide;
+#endif
+            const unsigned rest = hits & (hits - 1);
             const unsigned top = 1u << (QG_CACHE_ITEMS - 1);
             const uint32_t a = (uint32_t)c->handle | (c->kills != kills ? CACHE_CHECK : 0u);
             pa[np] = a;
@@ -316,6 +345,29 @@ bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, c
     stats->nodes_visited += n;
     stats->elements_tested += tested;
     return go;
+}
+
+#if defined(QG_CACHE_AVX2)
+__attribute__((target("avx2"))) static bool cache_join_wide(const qg_static_layer *layer,
+                                                            const qg_static_cache *cache, const qg_rect *fat,
+                                                            int32_t n, const qg_rect *boxes, const uint8_t *flags,
+                                                            const qg_filter *filters, qg_pair_fn *fn, void *user,
+                                                            qg_query_stats *stats)
+{
+    return cache_join(layer, cache, fat, n, boxes, flags, filters, fn, user, stats, true);
+}
+#endif
+
+bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
+                   const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+                   qg_query_stats *stats, bool wide)
+{
+#if defined(QG_CACHE_AVX2)
+    if (wide)
+        return cache_join_wide(layer, cache, fat, n, boxes, flags, filters, fn, user, stats);
+#endif
+    (void)wide;
+    return cache_join(layer, cache, fat, n, boxes, flags, filters, fn, user, stats, false);
 }
 
 bool qg_cache_valid(const qg_static_layer *layer, const qg_static_cache *c, qg_rect fat, const uint8_t *flags)

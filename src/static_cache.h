@@ -73,11 +73,12 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
 
 /// Pairs the elements of entries [0, n) with every live layer item their
 /// boxes overlap, as qg_static_join does (filters when not NULL; `flags`,
-/// the engine's, say which handles are still in the layer). False when fn
-/// stopped it.
+/// the engine's, say which handles are still in the layer). `wide`: the
+/// processor runs AVX2 (qg_cpu_avx2), which tests an entry's eight slots in
+/// one compare a coordinate. False when fn stopped it.
 bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
                    const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
-                   qg_query_stats *stats);
+                   qg_query_stats *stats, bool wide);
 
 /// Checks entry c (fat box `fat`) against the layer; false when an item the
 /// fat box overlaps is missing or one it holds should not be there.
