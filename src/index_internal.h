@@ -186,6 +186,29 @@ static inline __m128 qg_rect_vec(qg_rect r)
 }
 #endif
 
+#if defined(__SSE2__)
+/// A box broadcast for qg_overlaps4: each coordinate in all four lanes.
+typedef struct qg_box4 {
+    __m128 x0, y0, x1, y1;
+} qg_box4;
+
+static inline qg_box4 qg_box4_of(qg_rect r)
+{
+    return (qg_box4){_mm_set1_ps(r.min_x), _mm_set1_ps(r.min_y), _mm_set1_ps(r.max_x), _mm_set1_ps(r.max_y)};
+}
+
+/// Bit l set when box b overlaps the box in lane l of four boxes stored a
+/// coordinate at a time (x0[0..4), ...): qg_overlaps' test (<=, false for
+/// NaN), four at once. The leaf kernels of the trees and the static
+/// caches' slot test share it.
+static inline unsigned qg_overlaps4(qg_box4 b, const float *x0, const float *y0, const float *x1, const float *y1)
+{
+    const __m128 ox = _mm_and_ps(_mm_cmple_ps(b.x0, _mm_loadu_ps(x1)), _mm_cmple_ps(_mm_loadu_ps(x0), b.x1));
+    const __m128 oy = _mm_and_ps(_mm_cmple_ps(b.y0, _mm_loadu_ps(y1)), _mm_cmple_ps(_mm_loadu_ps(y0), b.y1));
+    return (unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy));
+}
+#endif
+
 /// True when `inner` lies inside `outer` (closed; false when a coordinate
 /// of either is NaN). Every move runs it (the engine's fat box), as one
 /// vector compare each way.

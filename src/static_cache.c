@@ -215,16 +215,10 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
 static inline unsigned cache_hits(const qg_static_cache *c, qg_rect b)
 {
 #if defined(__SSE2__) && QG_CACHE_ITEMS % 4 == 0
-    const __m128 bx0 = _mm_set1_ps(b.min_x), by0 = _mm_set1_ps(b.min_y);
-    const __m128 bx1 = _mm_set1_ps(b.max_x), by1 = _mm_set1_ps(b.max_y);
+    const qg_box4 b4 = qg_box4_of(b);
     unsigned hits = 0;
-    for (int k = 0; k < QG_CACHE_ITEMS; k += 4) {
-        const __m128 x = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_x + k), bx1),
-                                    _mm_cmple_ps(bx0, _mm_loadu_ps(c->max_x + k)));
-        const __m128 y = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(c->min_y + k), by1),
-                                    _mm_cmple_ps(by0, _mm_loadu_ps(c->max_y + k)));
-        hits |= (unsigned)_mm_movemask_ps(_mm_and_ps(x, y)) << k;
-    }
+    for (int k = 0; k < QG_CACHE_ITEMS; k += 4)
+        hits |= qg_overlaps4(b4, c->min_x + k, c->min_y + k, c->max_x + k, c->max_y + k) << k;
     return hits;
 #else
     unsigned hits = 0;

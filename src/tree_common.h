@@ -677,15 +677,9 @@ static inline uint64_t qg_lanes_hits(const qg_lanes *L, int from, int k, qg_rect
 {
     uint64_t m = 0;
 #if defined(__SSE2__)
-    const __m128 rx0 = _mm_set1_ps(r.min_x), ry0 = _mm_set1_ps(r.min_y);
-    const __m128 rx1 = _mm_set1_ps(r.max_x), ry1 = _mm_set1_ps(r.max_y);
-    for (int j = from; j < k; j += 4) {
-        const __m128 ox =
-            _mm_and_ps(_mm_cmple_ps(rx0, _mm_loadu_ps(L->x1 + j)), _mm_cmple_ps(_mm_loadu_ps(L->x0 + j), rx1));
-        const __m128 oy =
-            _mm_and_ps(_mm_cmple_ps(ry0, _mm_loadu_ps(L->y1 + j)), _mm_cmple_ps(_mm_loadu_ps(L->y0 + j), ry1));
-        m |= (uint64_t)(unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy)) << j; // lanes past 63 shift out
-    }
+    const qg_box4 b = qg_box4_of(r);
+    for (int j = from; j < k; j += 4) // lanes past 63 shift out
+        m |= (uint64_t)qg_overlaps4(b, L->x0 + j, L->y0 + j, L->x1 + j, L->y1 + j) << j;
     return k >= 64 ? m : m & (((uint64_t)1 << k) - 1);
 #else
     for (int j = from; j < k; ++j)
