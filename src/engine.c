@@ -47,6 +47,9 @@ static bool reserve_cache(qg_engine *e, qg_txn *txn, int64_t n)
     const int32_t old_words = e->stale_cap;
     if (!(qg_txn_reserve(txn, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), n) &&
           qg_txn_reserve(txn, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), n) &&
+          qg_txn_reserve(txn, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), n) &&
+          qg_txn_reserve(txn, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), n) &&
+          qg_txn_reserve(txn, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * n) &&
           qg_txn_reserve(txn, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), (n + 63) / 64) &&
           qg_txn_reserve(txn, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * ((n + 63) / 64))))
         return false;
@@ -94,8 +97,12 @@ void qg_engine_make_cache(qg_index *index)
     }
     // Blank entries; the next qg_cleanup fills them all (a new generation),
     // in cell order with the layer fetched ahead.
-    for (int32_t i = 0; i < e->dyn_count; ++i)
+    qg_fat_reset(&e->fl);
+    for (int32_t i = 0; i < e->dyn_count; ++i) {
         qg_cache_blank(&e->cache[i], &e->fat[i], e->dyn[i], index->boxes[e->dyn[i]]);
+        e->dbox[i] = index->boxes[e->dyn[i]];
+        e->fl.entry[i].in = 0;
+    }
     e->cache_gen = 0;
 }
 
@@ -119,6 +126,8 @@ static void dyn_put(qg_index *index, qg_handle h)
     e->dyn[p] = h;
     if (e->cache != NULL) {
         qg_cache_blank(&e->cache[p], &e->fat[p], h, index->boxes[h]);
+        e->dbox[p] = index->boxes[h];
+        e->fl.entry[p].in = 0; // enters the fat layer at the next qg_cleanup
         qg_engine_mark_stale(e, p);
     }
 }
@@ -133,6 +142,8 @@ static void dyn_take(qg_engine *e, qg_handle h)
         const int32_t last_pos = e->dyn_count;
         e->cache[pos] = e->cache[last_pos];
         e->fat[pos] = e->fat[last_pos];
+        e->dbox[pos] = e->dbox[last_pos];
+        qg_fat_moved_pos(e, last_pos, pos);
         const uint64_t bit = e->stale[last_pos >> 6] >> (last_pos & 63) & 1;
         e->stale[last_pos >> 6] &= ~((uint64_t)1 << (last_pos & 63));
         e->stale[pos >> 6] = (e->stale[pos >> 6] & ~((uint64_t)1 << (pos & 63))) | bit << (pos & 63);
@@ -164,6 +175,11 @@ static void shrink_cache(qg_engine *e, qg_alloc *a)
     const int64_t target = 2 * need, words = (target + 63) / 64;
     shrink_array(a, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), target);
     shrink_array(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), target);
+    shrink_array(a, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), target);
+    shrink_array(a, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), target);
+    shrink_array(a, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * target);
+    if (e->fl.built && (int64_t)e->fl.mask + 1 > e->fl.heads_cap)
+        qg_fat_layout(e, 0); // fewer buckets: filed again
     shrink_array(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), words);
     shrink_array(a, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * words);
 }
@@ -173,6 +189,10 @@ static void release_cache(qg_engine *e, qg_alloc *a)
 {
     qg_array_free(a, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache));
     qg_array_free(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect));
+    qg_array_free(a, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect));
+    qg_array_free(a, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry));
+    qg_array_free(a, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t));
+    qg_fat_reset(&e->fl);
     qg_array_free(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t));
     qg_array_free(a, (void **)&e->order, &e->order_cap, sizeof(uint64_t));
     e->any_stale = false;
@@ -253,6 +273,9 @@ void qg_engine_remove(qg_index *index, qg_handle h)
     const uint8_t f = e->flags[h];
     if (f & QG_F_LAYER) {
         qg_static_kill(&e->layer, layer_pos(index, h));
+    } else if (f & QG_F_FAT) {
+        qg_fat_leave(e, e->dyn_pos[h]);
+        dyn_take(e, h);
     } else {
         index->klass->remove(index, h);
         index->count--;
@@ -291,9 +314,53 @@ static qg_status layer_to_kind(qg_index *index, qg_handle h, qg_rect box)
     return QG_OK;
 }
 
+/// Puts fat layer element h back into the kind with box `box`.
+static qg_status fat_to_kind(qg_index *index, qg_handle h, qg_rect box)
+{
+    qg_engine *e = index->engine;
+    const int32_t p = e->dyn_pos[h];
+    const qg_rect saved = index->boxes[h];
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    index->boxes[h] = box;
+    const qg_status s = index->klass->insert(index, &txn, h, box);
+    if (s != QG_OK) {
+        index->boxes[h] = saved;
+        qg_txn_rollback(&txn);
+        return s;
+    }
+    qg_fat_leave(e, p);
+    e->flags[h] &= (uint8_t)~QG_F_FAT;
+    e->dbox[p] = box;
+    if (qg_cache_left(e->fat[p], box))
+        qg_engine_mark_stale(e, p);
+    index->count++;
+    return QG_OK;
+}
+
+/// qg_move of an element of the fat layer: the box stored, and a new fat
+/// box filed when it left its own. With no static element left, it goes
+/// back to the kind (staying here, as exact, when there is no memory).
+static qg_status fat_move(qg_index *index, qg_handle h, qg_rect box)
+{
+    qg_engine *e = index->engine;
+    if (e->layer.live == 0 && e->pending == 0 && fat_to_kind(index, h, box) == QG_OK)
+        return QG_OK;
+    const int32_t p = e->dyn_pos[h];
+    const qg_rect old = e->dbox[p];
+    e->dbox[p] = box;
+    if (!qg_rect_inside(box, e->fl.entry[p].fat))
+        qg_fat_refit(e, p, old);
+    if (qg_cache_left(e->fat[p], box))
+        qg_engine_mark_stale(e, p);
+    return QG_OK;
+}
+
 qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
+    if (e->flags[h] & QG_F_FAT)
+        return fat_move(index, h, box);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     // It comes back to the layer at a later qg_cleanup: room for that now.
@@ -327,7 +394,7 @@ bool qg_engine_any_static(const qg_index *index, const qg_handle *handles, int32
 {
     const uint8_t *flags = index->engine->flags;
     for (int32_t i = 0; i < n; ++i)
-        if (flags[handles[i]] & QG_F_STATIC)
+        if (flags[handles[i]] & (QG_F_STATIC | QG_F_FAT))
             return true;
     return false;
 }
@@ -357,8 +424,16 @@ qg_status qg_set_static(qg_index *index, qg_handle handle, bool is_static)
             engine_drop_if_new(index, created);
             return QG_ERR_NOMEM;
         }
+        if (f & QG_F_FAT) {
+            // A pending static waits in the kind.
+            const qg_status s = fat_to_kind(index, handle, qg_element_box(index, handle));
+            if (s != QG_OK) {
+                qg_txn_rollback(&txn);
+                return s;
+            }
+        }
         dyn_take(e, handle);
-        e->flags[handle] = f | QG_F_STATIC;
+        e->flags[handle] = (uint8_t)((f & ~QG_F_FAT) | QG_F_STATIC);
         e->pending++;
         shrink_cache(e, &index->alloc);
         return QG_OK;
@@ -468,7 +543,6 @@ static void refill_part(int32_t begin, int32_t end, int32_t worker, void *contex
         // order holds twice 64 keys a word of the bitmap in use: keys in the
         // first half, the sort's scratch in the second.
         uint64_t *keys = e->order + 64 * w0, *scratch = e->order + e->order_cap / 2 + 64 * w0;
-        const qg_rect *boxes = t->index->boxes;
         int32_t m = 0;
         for (int64_t w = w0; w < w1; ++w) {
             uint64_t bits = e->stale[w];
@@ -478,13 +552,13 @@ static void refill_part(int32_t begin, int32_t end, int32_t worker, void *contex
                 bits &= bits - 1;
                 if (q >= e->dyn_count)
                     continue;
-                const qg_rect b = boxes[e->dyn[q]];
+                const qg_rect b = e->dbox[q];
                 keys[m++] = (uint64_t)qg_static_order_key(&e->layer, b.min_x, b.min_y) << 32 | (uint32_t)q;
             }
         }
         if (m > 1)
             radix_sort(keys, scratch, m, 32);
-        qg_cache_refill(&e->layer, e->cache, e->fat, keys, m, e->dyn, boxes, e->frame);
+        qg_cache_refill(&e->layer, e->cache, e->fat, keys, m, e->dbox, e->frame);
     }
 }
 
@@ -507,6 +581,24 @@ static void refill_caches(qg_index *index, const qg_jobs *jobs)
         t.parts = jobs->worker_count;
     qg_jobs_run(t.parts > 1 ? jobs : NULL, refill_part, t.parts, &t);
     e->any_stale = false;
+}
+
+/// The dynamic elements in the kind leave it for the fat layer (no
+/// allocation: the layer's arrays come with the caches).
+static void fat_admit_all(qg_index *index)
+{
+    qg_engine *e = index->engine;
+    qg_fat_layout(e, e->dyn_count - e->fl.count);
+    for (int32_t p = 0; p < e->dyn_count; ++p) {
+        if (e->fl.entry[p].in)
+            continue;
+        const qg_handle h = e->dyn[p];
+        index->klass->remove(index, h);
+        index->count--;
+        index->boxes[h].min_x = NAN;
+        e->flags[h] |= QG_F_FAT;
+        qg_fat_admit(e, p);
+    }
 }
 
 void qg_engine_cleanup(qg_index *index, const qg_jobs *jobs)
@@ -536,11 +628,16 @@ void qg_engine_cleanup(qg_index *index, const qg_jobs *jobs)
             e->pending -= m;
         }
     }
-    if (e->cache != NULL && e->layer.live > 0)
+    if (e->cache != NULL && e->layer.live > 0) {
         refill_caches(index, jobs);
+        if (e->fl.count < e->dyn_count)
+            fat_admit_all(index);
+    }
+    if (e->fl.count > 0)
+        qg_fat_layout(e, 0);
     if (e->pending == 0 && e->layer.next_items != NULL)
         release_rebuild(index);
-    if (e->pending == 0 && e->layer.live == 0 && e->cache != NULL)
+    if (e->pending == 0 && e->layer.live == 0 && e->cache != NULL && e->fl.count == 0)
         release_cache(e, &index->alloc);
 }
 
@@ -564,6 +661,7 @@ static void moved_many_part(int32_t begin, int32_t end, int32_t worker, void *co
         for (int64_t i = i0; i < i1; ++i) {
             const qg_handle h = t->handles[i];
             const int32_t q = e->dyn_pos[h];
+            e->dbox[q] = boxes[h];
             if (qg_cache_left(e->fat[q], boxes[h])) {
                 // Parts share the bitmap's words.
                 __atomic_fetch_or(&e->stale[q >> 6], (uint64_t)1 << (q & 63), __ATOMIC_RELAXED);
@@ -645,7 +743,7 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
     const qg_filter *filters = e->nondefault > 0 ? e->filters : NULL;
     kind_pairs_ctx c = {e->flags, filters, fn, user, false};
     if (index->count > 1) {
-        const bool wrap = filters != NULL || e->pending > 1 || e->layer.live > 0;
+        const bool wrap = filters != NULL || e->pending > 1 || e->layer.live > 0 || e->fl.count > 0;
         qg_pair_fn *f = wrap ? kind_pair : fn;
         void *u = wrap ? (void *)&c : user;
         if (parts == 1)
@@ -655,23 +753,28 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
         else if (part == 0)
             index->klass->pairs(index, f, u, stats);
     }
+    int64_t b, end;
+    qg_part_range(e->dyn_count, part, parts, &b, &end);
+    if (!c.stopped && e->fl.count > 0)
+        c.stopped = !qg_fat_pairs(index, (int32_t)b, (int32_t)end, part == 0 && e->pending > 0, filters, fn, user,
+                                  stats);
     if (!c.stopped && e->layer.live > 0 && e->dyn_count > 0) {
-        int64_t b, end;
-        qg_part_range(e->dyn_count, part, parts, &b, &end);
         if (e->cache != NULL)
-            qg_cache_join(&e->layer, e->cache + b, e->fat + b, (int32_t)(end - b), index->boxes, e->flags, filters,
+            qg_cache_join(&e->layer, e->cache + b, e->fat + b, e->dbox + b, (int32_t)(end - b), e->flags, filters,
                           fn, user, stats, e->wide);
         else
-            qg_static_join(&e->layer, index->boxes, e->dyn + b, (int32_t)(end - b), filters, fn, user, stats);
+            qg_static_join(&e->layer, index->boxes, e->dyn + b, NULL, (int32_t)(end - b), filters, fn, user, stats);
     }
 }
 
 bool qg_engine_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)
 {
     const qg_engine *e = index->engine;
-    if (e == NULL || e->layer.live == 0)
+    if (e == NULL)
         return true;
-    return qg_static_query(&e->layer, area, fn, user, stats);
+    if (e->fl.count > 0 && !qg_fat_query(e, area, fn, user, stats))
+        return false;
+    return e->layer.live == 0 || qg_static_query(&e->layer, area, fn, user, stats);
 }
 
 /* ---- events ------------------------------------------------------------- */
@@ -780,6 +883,8 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
     *bytes += sizeof *e + (size_t)e->flags_cap + (size_t)e->dyn_pos_cap * sizeof(int32_t) +
               (size_t)e->filters_cap * sizeof(qg_filter) + (size_t)e->dyn_cap * sizeof(qg_handle) +
               (size_t)e->cache_cap * sizeof(qg_static_cache) + (size_t)e->fat_cap * sizeof(qg_rect) +
+              (size_t)e->dbox_cap * sizeof(qg_rect) + (size_t)e->fl.entry_cap * sizeof(qg_fat_entry) +
+              (size_t)e->fl.heads_cap * sizeof(int32_t) +
               (size_t)e->stale_cap * sizeof(uint64_t) + (size_t)e->order_cap * sizeof(uint64_t) +
               (size_t)e->pend_cap * sizeof(qg_handle) +
               (size_t)e->prev_cap * sizeof(uint64_t);
@@ -788,6 +893,8 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
     if (e->flags_cap < index->box_high || e->dyn_pos_cap < index->box_high ||
         (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
         (e->cache != NULL && (e->cache_cap < e->dyn_count || e->fat_cap < e->dyn_count ||
+                              e->dbox_cap < e->dyn_count || e->fl.entry_cap < e->dyn_count ||
+                              e->fl.heads_cap < (int64_t)QG_FAT_BUCKETS * e->dyn_count ||
                               (int64_t)e->stale_cap * 64 < e->dyn_count ||
                               e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))))
         return QG_ERR_INVALID;
@@ -795,14 +902,25 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
         const qg_static_cache *c = &e->cache[i];
         if (c->handle != e->dyn[i] || !qg_cache_valid(&e->layer, c, e->fat[i], e->flags))
             return QG_ERR_INVALID;
+        // An element in the kind: its box here is the kind's.
+        if (!(e->flags[e->dyn[i]] & QG_F_FAT) && memcmp(&e->dbox[i], &index->boxes[e->dyn[i]], sizeof(qg_rect)) != 0)
+            return QG_ERR_INVALID;
     }
+    if (e->cache == NULL ? e->fl.count != 0 : !qg_fat_validate(e))
+        return QG_ERR_INVALID;
     if (e->pending > 0 && (e->pend_cap < e->pending || e->layer.next_items_cap < e->layer.live + e->pending))
         return QG_ERR_INVALID;
     int32_t pending = 0, layer = 0, dyn = 0, nondefault = 0;
     for (qg_handle h = 0; h < index->box_high; ++h) {
         const uint8_t f = e->flags[h];
         const bool in_kind = qg_slot_live(index, h);
-        if (in_kind) {
+        if (f & QG_F_FAT) {
+            const int32_t p = e->dyn_pos[h];
+            if (in_kind || (f & (QG_F_STATIC | QG_F_LAYER | QG_F_MOVED)) || p < 0 || p >= e->dyn_count ||
+                e->dyn[p] != h)
+                return QG_ERR_INVALID;
+            dyn++;
+        } else if (in_kind) {
             if (f & QG_F_LAYER)
                 return QG_ERR_INVALID;
             if (f & QG_F_STATIC) {
@@ -823,7 +941,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
             return QG_ERR_INVALID;
         }
         if (e->filters != NULL && !filter_is_default(e->filters[h])) {
-            if (!in_kind && !(f & QG_F_LAYER))
+            if (!in_kind && !(f & (QG_F_LAYER | QG_F_FAT)))
                 return QG_ERR_INVALID; // a free slot keeps no filter
             nondefault++;
         }
@@ -839,7 +957,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
 void qg_engine_stats(const qg_index *index, qg_stats *stats)
 {
     const qg_engine *e = index->engine;
-    stats->elements += e->layer.live;
+    stats->elements += e->layer.live + e->fl.count;
     stats->nodes += e->layer.levels;
     stats->leaves += e->layer.levels;
 }

@@ -23,6 +23,7 @@
 #ifndef QG_ENGINE_H
 #define QG_ENGINE_H
 
+#include "fat_layer.h"
 #include "static_cache.h"
 
 enum {
@@ -30,6 +31,7 @@ enum {
     QG_F_LAYER = 2,  ///< in the static layer; the slot's min_y holds its position
     QG_F_MOVED = 4,  ///< a pending static moved since the last qg_cleanup
     QG_F_REBORN = 8, ///< removed since the last qg_pair_events
+    QG_F_FAT = 16,   ///< dynamic, in the fat layer (fat_layer.h), not in the kind
 };
 
 typedef struct qg_engine {
@@ -53,6 +55,12 @@ typedef struct qg_engine {
     int32_t cache_cap;
     qg_rect *fat;
     int32_t fat_cap;
+    /// dyn[i]'s box: the kind's copy for an element in the kind (kept equal
+    /// by every call that moves one), the only one for an element in the fat
+    /// layer. With the caches.
+    qg_rect *dbox;
+    int32_t dbox_cap;
+    qg_fat_layer fl; ///< its arrays with the caches
     uint64_t *stale;
     int32_t stale_cap; ///< words
     uint64_t *order;   ///< 2 * 64 * stale_cap: the refill's sort keys and scratch
@@ -79,13 +87,21 @@ static inline bool qg_handle_live(const qg_index *index, qg_handle h)
 {
     if (qg_slot_live(index, h))
         return true;
-    return index->engine != NULL && h >= 0 && h < index->box_high && (index->engine->flags[h] & QG_F_LAYER);
+    return index->engine != NULL && h >= 0 && h < index->box_high &&
+           (index->engine->flags[h] & (QG_F_LAYER | QG_F_FAT));
+}
+
+/// True when the engine holds elements the kind does not (the static and
+/// fat layers): queries search them too.
+static inline bool qg_engine_holds(const qg_index *index)
+{
+    return index->engine != NULL && (index->engine->layer.live > 0 || index->engine->fl.count > 0);
 }
 
 /// Live elements in all (the kind's and the layer's).
 static inline int32_t qg_live_count(const qg_index *index)
 {
-    return index->count + (index->engine != NULL ? index->engine->layer.live : 0);
+    return index->count + (index->engine != NULL ? index->engine->layer.live + index->engine->fl.count : 0);
 }
 
 /// The box of live element h.
@@ -94,9 +110,12 @@ static inline qg_rect qg_element_box(const qg_index *index, qg_handle h)
     const qg_rect r = index->boxes[h];
     if (!isnan(r.min_x))
         return r;
+    const qg_engine *e = index->engine;
+    if (e->flags[h] & QG_F_FAT)
+        return e->dbox[e->dyn_pos[h]];
     int32_t pos;
     memcpy(&pos, &r.min_y, sizeof pos);
-    return index->engine->layer.items[pos].box;
+    return e->layer.items[pos].box;
 }
 
 /* Hooks index.c calls when index->engine is not NULL. */
@@ -108,7 +127,8 @@ bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_
 void qg_engine_inserted(qg_index *index, qg_handle h);
 /// qg_remove of live h (the whole call: kind, layer, slot).
 void qg_engine_remove(qg_index *index, qg_handle h);
-/// qg_move of live h whose slot the kind does not hold (in the layer).
+/// qg_move of live h whose slot the kind does not hold (in the static or
+/// the fat layer).
 qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box);
 /// Undoes qg_engine_move_layer of h (its batch failed): h leaves the kind
 /// and re-enters the layer at position pos (its tombstone) with box old.
@@ -132,6 +152,7 @@ static inline void qg_engine_moved(qg_index *index, qg_handle h, qg_rect box)
         e->flags[h] |= QG_F_MOVED;
     else if (e->cache != NULL) {
         const int32_t p = e->dyn_pos[h];
+        e->dbox[p] = box;
         if (qg_cache_left(e->fat[p], box))
             qg_engine_mark_stale(e, p);
     } else if (e->layer.live > 0) {
@@ -140,8 +161,8 @@ static inline void qg_engine_moved(qg_index *index, qg_handle h, qg_rect box)
 }
 /// After the kind's qg_move_many moved these dynamic elements.
 void qg_engine_moved_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, int32_t n);
-/// True when some handle of the batch is static (the batch then runs one
-/// move at a time through qg_move's path).
+/// True when some handle of the batch is static or in the fat layer (the
+/// batch then runs one move at a time through qg_move's path).
 bool qg_engine_any_static(const qg_index *index, const qg_handle *handles, int32_t n);
 void qg_engine_cleanup(qg_index *index, const qg_jobs *jobs);
 void qg_engine_clear(qg_index *index);

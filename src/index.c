@@ -279,7 +279,7 @@ qg_status qg_query_with_stats(const qg_index *index, qg_rect area, qg_query_fn *
     qg_query_stats local = {0, 0};
     if (index == NULL || fn == NULL || !area_valid(area))
         return QG_ERR_INVALID;
-    if (index->engine != NULL && index->engine->layer.live > 0) {
+    if (qg_engine_holds(index)) {
         stop_ctx c = {fn, user, false};
         if (index->count > 0)
             index->klass->query(index, area, stop_query, &c, &local);
@@ -370,13 +370,14 @@ qg_status qg_validate(const qg_index *index)
             return QG_ERR_INVALID;
     }
     // Static elements in the layer hold dead-looking slots off the list.
-    const int32_t layered = index->engine != NULL ? index->engine->layer.live : 0;
+    const int32_t layered =
+        index->engine != NULL ? index->engine->layer.live + index->engine->fl.count : 0;
     if (free_count != index->box_high - live - layered)
         return QG_ERR_INVALID;
     size_t bytes = index->klass->size + (size_t)index->box_capacity * sizeof(qg_rect);
     if (index->engine != NULL) {
         for (int32_t h = index->free_head; h >= 0; h = slot_next_free(index, h))
-            if (index->engine->flags[h] & QG_F_LAYER)
+            if (index->engine->flags[h] & (QG_F_LAYER | QG_F_FAT))
                 return QG_ERR_INVALID;
         qg_status s = qg_engine_validate(index, &bytes);
         if (s != QG_OK)
@@ -496,7 +497,7 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     for (; i < n; ++i) {
         old[i] = qg_element_box(index, handles[i]);
         layer_pos[i] = -1;
-        if (!qg_slot_live(index, handles[i]))
+        if (!qg_slot_live(index, handles[i]) && (index->engine->flags[handles[i]] & QG_F_LAYER))
             memcpy(&layer_pos[i], &index->boxes[handles[i]].min_y, sizeof(int32_t));
         s = qg_move(index, handles[i], boxes[i]);
         if (s != QG_OK)

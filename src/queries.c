@@ -25,11 +25,11 @@ static void query_all(const qg_index *index, qg_rect area, qg_query_fn *fn, void
     qg_engine_query(index, area, fn, user, stats);
 }
 
-/// True when the static layer holds elements: the kinds' own traversals see
-/// only their structure, so the generic forms (over both) answer.
+/// True when the engine's layers hold elements: the kinds' own traversals
+/// see only their structure, so the generic forms (over all) answer.
 static bool has_layer(const qg_index *index)
 {
-    return index->engine != NULL && index->engine->layer.live > 0;
+    return qg_engine_holds(index);
 }
 
 bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t)

@@ -175,12 +175,12 @@ typedef struct sc_pending {
 } sc_pending;
 
 void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_rect *fat, const uint64_t *order,
-                     int32_t m, const qg_handle *dyn, const qg_rect *boxes, uint32_t frame)
+                     int32_t m, const qg_rect *dbox, uint32_t frame)
 {
     if (!qg_static_dense(layer)) {
         for (int32_t i = 0; i < m; ++i) {
             const int32_t p = (int32_t)(uint32_t)order[i];
-            cache_fill(layer, &cache[p], &fat[p], boxes[dyn[p]], frame);
+            cache_fill(layer, &cache[p], &fat[p], dbox[p], frame);
         }
         return;
     }
@@ -188,14 +188,14 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
     for (int32_t i = -SC_AHEAD; i < m; ++i) {
         if (i + 2 * SC_AHEAD < m) {
             const int32_t p = (int32_t)(uint32_t)order[i + 2 * SC_AHEAD];
-            SC_PREFETCH(&boxes[dyn[p]]);
+            SC_PREFETCH(&dbox[p]);
             SC_PREFETCH(&fat[p]);
             SC_PREFETCH(&cache[p]);
         }
         if (i + SC_AHEAD < m) {
             const int32_t p = (int32_t)(uint32_t)order[i + SC_AHEAD];
             sc_pending *q = &ring[(i + SC_AHEAD) & (2 * SC_AHEAD - 1)];
-            q->box = boxes[dyn[p]];
+            q->box = dbox[p];
             cache_velocity(&cache[p], q->box, frame, &q->vx, &q->vy);
             q->wide = cache_fat(layer, q->box, q->vx, q->vy, SC_SCALE, SC_AHEAD_FRAMES);
             q->span = qg_static_span_of(layer, q->wide);
@@ -276,12 +276,13 @@ static bool cache_report(const uint32_t *a, const qg_handle *b, int32_t n, const
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-static inline bool cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
-                              const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
+static inline bool cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat,
+                              const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
                               void *user, qg_query_stats *stats, bool wide)
 {
     const uint32_t gen = layer->gen, kills = layer->kills;
     qg_handle miss[CACHE_MISS_RUN];
+    qg_rect miss_box[CACHE_MISS_RUN];
     // Each entry adds at most QG_CACHE_ITEMS pairs.
     uint32_t pa[CACHE_HIT_RUN * QG_CACHE_ITEMS];
     qg_handle pb[CACHE_HIT_RUN * QG_CACHE_ITEMS];
@@ -293,11 +294,12 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
         int32_t np = 0;
         for (int32_t i = i0; i < i1; ++i) {
             const qg_static_cache *c = &cache[i];
-            const qg_rect b = boxes[c->handle];
+            const qg_rect b = dbox[i];
             if (c->gen != gen || c->count > QG_CACHE_ITEMS || qg_cache_left(fat[i], b)) {
+                miss_box[misses] = b;
                 miss[misses++] = c->handle;
                 if (misses == CACHE_MISS_RUN) {
-                    go = qg_static_join(layer, boxes, miss, misses, filters, fn, user, stats);
+                    go = qg_static_join(layer, NULL, miss, miss_box, misses, filters, fn, user, stats);
                     misses = 0;
                     if (!go)
                         break;
@@ -335,7 +337,7 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
             go = cache_report(pa, pb, np, flags, filters, fn, user);
     }
     if (go && misses > 0)
-        go = qg_static_join(layer, boxes, miss, misses, filters, fn, user, stats);
+        go = qg_static_join(layer, NULL, miss, miss_box, misses, filters, fn, user, stats);
     stats->nodes_visited += n;
     stats->elements_tested += tested;
     return go;
@@ -344,24 +346,24 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
 #if defined(QG_CACHE_AVX2)
 __attribute__((target("avx2"))) static bool cache_join_wide(const qg_static_layer *layer,
                                                             const qg_static_cache *cache, const qg_rect *fat,
-                                                            int32_t n, const qg_rect *boxes, const uint8_t *flags,
+                                                            const qg_rect *dbox, int32_t n, const uint8_t *flags,
                                                             const qg_filter *filters, qg_pair_fn *fn, void *user,
                                                             qg_query_stats *stats)
 {
-    return cache_join(layer, cache, fat, n, boxes, flags, filters, fn, user, stats, true);
+    return cache_join(layer, cache, fat, dbox, n, flags, filters, fn, user, stats, true);
 }
 #endif
 
-bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
-                   const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat,
+                   const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
                    qg_query_stats *stats, bool wide)
 {
 #if defined(QG_CACHE_AVX2)
     if (wide)
-        return cache_join_wide(layer, cache, fat, n, boxes, flags, filters, fn, user, stats);
+        return cache_join_wide(layer, cache, fat, dbox, n, flags, filters, fn, user, stats);
 #endif
     (void)wide;
-    return cache_join(layer, cache, fat, n, boxes, flags, filters, fn, user, stats, false);
+    return cache_join(layer, cache, fat, dbox, n, flags, filters, fn, user, stats, false);
 }
 
 bool qg_cache_valid(const qg_static_layer *layer, const qg_static_cache *c, qg_rect fat, const uint8_t *flags)

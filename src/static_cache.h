@@ -67,17 +67,17 @@ static inline bool qg_cache_left(qg_rect fat, qg_rect box)
 
 /// Refills the entries of positions order[0..m) (each the low 32 bits; the
 /// caller sorts them by the layer's cells, so the layer is read in order).
-/// Position i is element dyn[i], its box boxes[dyn[i]].
+/// Position i's box is dbox[i].
 void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_rect *fat, const uint64_t *order,
-                     int32_t m, const qg_handle *dyn, const qg_rect *boxes, uint32_t frame);
+                     int32_t m, const qg_rect *dbox, uint32_t frame);
 
-/// Pairs the elements of entries [0, n) with every live layer item their
+/// Pairs the elements of entries [0, n) (boxes dbox[0, n)) with every live layer item their
 /// boxes overlap, as qg_static_join does (filters when not NULL; `flags`,
 /// the engine's, say which handles are still in the layer). `wide`: the
 /// processor runs AVX2 (qg_cpu_avx2), which tests an entry's eight slots in
 /// one compare a coordinate. False when fn stopped it.
-bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat, int32_t n,
-                   const qg_rect *boxes, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat,
+                   const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
                    qg_query_stats *stats, bool wide);
 
 /// Checks entry c (fat box `fat`) against the layer; false when an item the

@@ -438,11 +438,14 @@ SL_INLINE sl_span sl_dense_span(const qg_static_level *lv, qg_rect b)
     return r;
 }
 
+/// Element i's box in a join.
+#define SL_BOX(i) (own != NULL ? own[i] : boxes[dyn[i]])
+
 /// The join against one dense level, the common case (a tile map): per
 /// element, per row it reaches, per block, one run of items. Written out
 /// flat (no visitor): it runs once per moving element per frame.
 static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *lv, const qg_rect *boxes,
-                          const qg_handle *dyn, int32_t n, const qg_filter *filters, qg_pair_fn *fn, void *user,
+                          const qg_handle *dyn, const qg_rect *own, int32_t n, const qg_filter *filters, qg_pair_fn *fn, void *user,
                           qg_query_stats *stats)
 {
     const int32_t *start = layer->start + lv->base;
@@ -453,12 +456,12 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
     // The ring's first entries: the elements the loop's second stage would
     // have reached before the loop begins.
     for (int32_t i = 0; i < n && i < 2 * SL_AHEAD; ++i)
-        ring[i & (SL_RING - 1)] = sl_dense_span(lv, boxes[dyn[i]]);
+        ring[i & (SL_RING - 1)] = sl_dense_span(lv, SL_BOX(i));
     for (int32_t i = 0; i < n; ++i) {
         if (i + 3 * SL_AHEAD < n)
-            SL_PREFETCH(&boxes[dyn[i + 3 * SL_AHEAD]]);
+            SL_PREFETCH(own != NULL ? &own[i + 3 * SL_AHEAD] : &boxes[dyn[i + 3 * SL_AHEAD]]);
         if (i + 2 * SL_AHEAD < n) {
-            const sl_span p = sl_dense_span(lv, boxes[dyn[i + 2 * SL_AHEAD]]);
+            const sl_span p = sl_dense_span(lv, SL_BOX(i + 2 * SL_AHEAD));
             ring[(i + 2 * SL_AHEAD) & (SL_RING - 1)] = p;
             SL_PREFETCH(&start[sl_dense_bucket(bcols, p.cx0, p.cy0)]);
             if (p.cy1 > p.cy0)
@@ -471,7 +474,7 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
                 SL_PREFETCH(&items[start[sl_dense_bucket(bcols, p.cx0, p.cy1)]]);
         }
         const qg_handle h = dyn[i];
-        const qg_rect b = boxes[h];
+        const qg_rect b = SL_BOX(i);
         const sl_span sp = ring[i & (SL_RING - 1)];
         cells += (sp.cx1 - sp.cx0 + 1) * (sp.cy1 - sp.cy0 + 1);
         for (int64_t cy = sp.cy0; cy <= sp.cy1; ++cy) {
@@ -504,17 +507,17 @@ static bool sl_join_dense(const qg_static_layer *layer, const qg_static_level *l
     return true;
 }
 
-bool qg_static_join(const qg_static_layer *layer, const qg_rect *boxes, const qg_handle *dyn, int32_t n,
-                    const qg_filter *filters, qg_pair_fn *fn, void *user, qg_query_stats *stats)
+bool qg_static_join(const qg_static_layer *layer, const qg_rect *boxes, const qg_handle *dyn, const qg_rect *own,
+                    int32_t n, const qg_filter *filters, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     if (layer->levels == 1 && layer->level[0].dense)
-        return sl_join_dense(layer, &layer->level[0], boxes, dyn, n, filters, fn, user, stats);
+        return sl_join_dense(layer, &layer->level[0], boxes, dyn, own, n, filters, fn, user, stats);
     sl_join_ctx j = {{0, 0, 0, 0}, 0, {0, 0}, filters, fn, user, 0};
     qg_query_stats local = {0, 0};
     bool go = true;
     for (int32_t i = 0; i < n && go; ++i) {
         j.h = dyn[i];
-        j.box = boxes[j.h];
+        j.box = SL_BOX(i);
         if (filters != NULL)
             j.filter = filters[j.h];
         for (int32_t l = 0; l < layer->levels && go; ++l)

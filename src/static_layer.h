@@ -92,11 +92,12 @@ void qg_static_build(qg_index *index, qg_static_layer *layer, const qg_handle *e
 bool qg_static_query(const qg_static_layer *layer, qg_rect area, qg_query_fn *fn, void *user,
                      qg_query_stats *stats);
 
-/// Pairs each dynamic element dyn[0..n) (boxes from `boxes`) with every live
-/// item its box overlaps, filtered by `filters` when it is not NULL;
-/// fn(a, b, user) with a < b. False from fn stops and returns false.
-bool qg_static_join(const qg_static_layer *layer, const qg_rect *boxes, const qg_handle *dyn, int32_t n,
-                    const qg_filter *filters, qg_pair_fn *fn, void *user, qg_query_stats *stats);
+/// Pairs each dynamic element dyn[0..n) (box own[i], or boxes[dyn[i]] when
+/// own is NULL) with every live item its box overlaps, filtered by
+/// `filters` when it is not NULL; fn(a, b, user) with a < b. False from fn
+/// stops and returns false.
+bool qg_static_join(const qg_static_layer *layer, const qg_rect *boxes, const qg_handle *dyn, const qg_rect *own,
+                    int32_t n, const qg_filter *filters, qg_pair_fn *fn, void *user, qg_query_stats *stats);
 
 /// Copies into out[0..max) live items overlapping `area` (closed), each once;
 /// returns how many there are, or max + 1 when there are more than max.

@@ -1,0 +1,584 @@
+// The fat layer (see fat_layer.h for what it holds and why it is exact).
+#include "engine.h"
+
+#include <float.h>
+
+/// Cell coordinates are clamped to +-2^30: far boxes share the edge cells
+/// (still exact, the grid only narrows the search).
+#define FL_CLAMP 1073741824.0
+/// A new fat box: half the box's larger extent around it, stretched this
+/// many frames of its last motion the way it goes.
+#define FL_SCALE 0.5f
+#define FL_AHEAD 16.0f
+/// qg_cleanup calls between checks of the grid's cell size.
+#define FL_RELAYOUT 256u
+
+typedef struct fl_range {
+    int32_t x0, y0, x1, y1;
+} fl_range;
+
+static inline int32_t fl_coord(float v, double inv)
+{
+    double c = floor((double)v * inv);
+    if (!(c >= -FL_CLAMP))
+        c = -FL_CLAMP;
+    if (c > FL_CLAMP)
+        c = FL_CLAMP;
+    return (int32_t)c;
+}
+
+static inline fl_range fl_range_of(const qg_fat_layer *fl, qg_rect r)
+{
+    return (fl_range){fl_coord(r.min_x, fl->inv), fl_coord(r.min_y, fl->inv), fl_coord(r.max_x, fl->inv),
+                      fl_coord(r.max_y, fl->inv)};
+}
+
+static inline uint32_t fl_bucket(const qg_fat_layer *fl, int32_t x, int32_t y)
+{
+    uint32_t h = (uint32_t)x * 0x9E3779B1u ^ (uint32_t)y * 0x85EBCA77u;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    return h & fl->mask;
+}
+
+static inline float fl_clamp(float v)
+{
+    return v < -FLT_MAX ? -FLT_MAX : v > FLT_MAX ? FLT_MAX : v;
+}
+
+void qg_fat_reset(qg_fat_layer *fl)
+{
+    fl->built = false;
+    fl->mask = 0;
+    fl->big = -1;
+    fl->bigs = 0;
+    fl->count = 0;
+    fl->crowded = 0;
+    fl->age = 0;
+}
+
+/* ---- the grid ----------------------------------------------------------- */
+
+/// Files entry p under the cells of its fat box (or on the big list).
+static void fl_file(qg_fat_layer *fl, int32_t p)
+{
+    qg_fat_entry *t = &fl->entry[p];
+    const fl_range r = fl_range_of(fl, t->fat);
+    const int64_t w = (int64_t)r.x1 - r.x0 + 1, h = (int64_t)r.y1 - r.y0 + 1;
+    t->cx0 = r.x0;
+    t->cy0 = r.y0;
+    if (w * h > 4) {
+        t->cw = t->ch = 0;
+        t->next[0] = fl->big;
+        fl->big = p * 4;
+        fl->bigs++;
+        return;
+    }
+    t->cw = (uint8_t)w;
+    t->ch = (uint8_t)h;
+    for (int32_t k = 0; k < w * h; ++k) {
+        int32_t *head = &fl->heads[fl_bucket(fl, r.x0 + k % (int32_t)w, r.y0 + k / (int32_t)w)];
+        t->next[k] = *head;
+        *head = p * 4 + k;
+    }
+}
+
+/// The link that holds entry id `id` in the list starting at *head.
+static int32_t *fl_link_to(qg_fat_layer *fl, int32_t *head, int32_t id)
+{
+    int32_t *link = head;
+    while (*link != id)
+        link = &fl->entry[*link >> 2].next[*link & 3];
+    return link;
+}
+
+/// Takes entry p out of the grid.
+static void fl_unfile(qg_fat_layer *fl, int32_t p)
+{
+    qg_fat_entry *t = &fl->entry[p];
+    if (t->cw == 0) {
+        int32_t *link = fl_link_to(fl, &fl->big, p * 4);
+        *link = t->next[0];
+        fl->bigs--;
+        return;
+    }
+    for (int32_t k = 0; k < t->cw * t->ch; ++k) {
+        int32_t *link = fl_link_to(fl, &fl->heads[fl_bucket(fl, t->cx0 + k % t->cw, t->cy0 + k / t->cw)], p * 4 + k);
+        *link = t->next[k];
+    }
+}
+
+typedef bool fl_visit_fn(int32_t q, void *ctx);
+
+/// Visits once each layer position whose fat box overlaps `area`.
+static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *ctx, int64_t *tested)
+{
+    const qg_fat_layer *fl = &e->fl;
+    const fl_range a = fl_range_of(fl, area);
+    const int64_t cells = ((int64_t)a.x1 - a.x0 + 1) * ((int64_t)a.y1 - a.y0 + 1);
+    if (cells > (int64_t)fl->count + 16) {
+        // More cells than elements: every element once.
+        for (int32_t q = 0; q < e->dyn_count; ++q) {
+            const qg_fat_entry *t = &fl->entry[q];
+            if (!t->in)
+                continue;
+            ++*tested;
+            if (qg_overlaps(t->fat, area) && !fn(q, ctx))
+                return false;
+        }
+        return true;
+    }
+    for (int64_t y = a.y0; y <= a.y1; ++y) {
+        for (int64_t x = a.x0; x <= a.x1; ++x) {
+            for (int32_t id = fl->heads[fl_bucket(fl, (int32_t)x, (int32_t)y)]; id >= 0;) {
+                const int32_t q = id >> 2, k = id & 3;
+                const qg_fat_entry *t = &fl->entry[q];
+                id = t->next[k];
+                // Another cell of the bucket, or not the first cell the
+                // entry and the area share (it is visited there).
+                if (t->cx0 + k % t->cw != x || t->cy0 + k / t->cw != y)
+                    continue;
+                if ((a.x0 > t->cx0 ? a.x0 : t->cx0) != x || (a.y0 > t->cy0 ? a.y0 : t->cy0) != y)
+                    continue;
+                ++*tested;
+                if (qg_overlaps(t->fat, area) && !fn(q, ctx))
+                    return false;
+            }
+        }
+    }
+    for (int32_t id = fl->big; id >= 0;) {
+        const qg_fat_entry *t = &fl->entry[id >> 2];
+        const int32_t q = id >> 2;
+        id = t->next[0];
+        ++*tested;
+        if (qg_overlaps(t->fat, area) && !fn(q, ctx))
+            return false;
+    }
+    return true;
+}
+
+/// The cell size: a power of two at least the fat boxes' mean extent and
+/// the spacing of n elements spread evenly over their bounds (so points
+/// and tiny boxes do not share one cell).
+static void fl_choose_cell(qg_fat_layer *fl, const qg_engine *e)
+{
+    double sum = 0.0, lo_x = INFINITY, lo_y = INFINITY, hi_x = -INFINITY, hi_y = -INFINITY;
+    int32_t n = 0;
+    for (int32_t p = 0; p < e->dyn_count; ++p) {
+        const qg_rect r = fl->entry[p].in ? fl->entry[p].fat : e->dbox[p];
+        const double w = (double)r.max_x - r.min_x, h = (double)r.max_y - r.min_y;
+        sum += w > h ? w : h;
+        const double cx = 0.5 * ((double)r.min_x + r.max_x), cy = 0.5 * ((double)r.min_y + r.max_y);
+        lo_x = cx < lo_x ? cx : lo_x;
+        lo_y = cy < lo_y ? cy : lo_y;
+        hi_x = cx > hi_x ? cx : hi_x;
+        hi_y = cy > hi_y ? cy : hi_y;
+        n++;
+    }
+    double want = 1.0;
+    if (n > 0) {
+        const double mean = sum / n, spread = (hi_x - lo_x > hi_y - lo_y ? hi_x - lo_x : hi_y - lo_y) / sqrt((double)n);
+        want = mean > spread ? mean : spread;
+    }
+    if (!(want >= 0x1p-60))
+        want = want > 0.0 ? 0x1p-60 : 1.0;
+    if (want > 0x1p100)
+        want = 0x1p100;
+    int ex;
+    const double m = frexp(want, &ex); // want = m * 2^ex, m in [0.5, 1)
+    const double cell = ldexp(1.0, m == 0.5 ? ex - 1 : ex);
+    fl->cell = (float)cell;
+    fl->inv = 1.0 / cell;
+}
+
+void qg_fat_layout(qg_engine *e, int32_t admitting)
+{
+    qg_fat_layer *fl = &e->fl;
+    uint32_t buckets = 1;
+    while ((int64_t)buckets * 2 <= fl->heads_cap)
+        buckets *= 2;
+    fl->age++;
+    const float old_cell = fl->cell;
+    bool due = !fl->built || buckets != fl->mask + 1 ||
+               (int64_t)fl->bigs * 8 > (int64_t)fl->count + 64;
+    if (!due && fl->age >= FL_RELAYOUT) {
+        fl_choose_cell(fl, e);
+        due = fl->cell != old_cell;
+        fl->age = 0;
+    } else if (due) {
+        fl_choose_cell(fl, e);
+    }
+    (void)admitting;
+    if (!due)
+        return;
+    fl->age = 0;
+    fl->mask = buckets - 1;
+    fl->built = true;
+    for (uint32_t b = 0; b < buckets; ++b)
+        fl->heads[b] = -1;
+    fl->big = -1;
+    fl->bigs = 0;
+    for (int32_t p = 0; p < e->dyn_count; ++p)
+        if (fl->entry[p].in)
+            fl_file(fl, p);
+}
+
+/* ---- partners ----------------------------------------------------------- */
+
+/// Takes handle h off entry t's list (if it is there).
+static void fl_unlist(qg_fat_entry *t, qg_handle h)
+{
+    if (t->npart == QG_FAT_CROWDED)
+        return;
+    for (int32_t k = 0; k < t->npart; ++k) {
+        if (t->part[k] == h) {
+            t->part[k] = t->part[--t->npart];
+            return;
+        }
+    }
+}
+
+/// Lists handle h on position q's entry; a full list makes it crowded.
+static void fl_list(qg_fat_layer *fl, int32_t q, qg_handle h)
+{
+    qg_fat_entry *t = &fl->entry[q];
+    if (t->npart == QG_FAT_CROWDED)
+        return;
+    for (int32_t k = 0; k < t->npart; ++k)
+        if (t->part[k] == h)
+            return;
+    if (t->npart == QG_FAT_PARTS) {
+        t->npart = QG_FAT_CROWDED; // its full list stays, for fl_forget
+        fl->crowded++;
+        return;
+    }
+    t->part[t->npart++] = h;
+}
+
+/// p's listed partners forget it; its list empties.
+static void fl_forget(qg_engine *e, int32_t p)
+{
+    qg_fat_layer *fl = &e->fl;
+    qg_fat_entry *t = &fl->entry[p];
+    const bool crowded = t->npart == QG_FAT_CROWDED;
+    const int32_t n = crowded ? QG_FAT_PARTS : t->npart;
+    const qg_handle h = e->dyn[p];
+    fl->crowded -= crowded;
+    for (int32_t k = 0; k < n; ++k) {
+        const qg_handle g = t->part[k];
+        if (e->flags[g] & QG_F_FAT)
+            fl_unlist(&fl->entry[e->dyn_pos[g]], h);
+    }
+    t->npart = 0;
+}
+
+typedef struct fl_gather {
+    int32_t self, n;
+    int32_t found[QG_FAT_PARTS];
+} fl_gather;
+
+static bool fl_gather_visit(int32_t q, void *ctx)
+{
+    fl_gather *g = ctx;
+    if (q == g->self)
+        return true;
+    if (g->n < QG_FAT_PARTS)
+        g->found[g->n] = q;
+    return ++g->n <= QG_FAT_PARTS; // past that p is crowded: stop
+}
+
+/// Lists p's partners from the grid (p filed, its list empty) and lists p
+/// on theirs.
+static void fl_partner(qg_engine *e, int32_t p)
+{
+    qg_fat_layer *fl = &e->fl;
+    qg_fat_entry *t = &fl->entry[p];
+    fl_gather g = {p, 0, {0}};
+    int64_t tested = 0;
+    fl_search(e, t->fat, fl_gather_visit, &g, &tested);
+    if (g.n > QG_FAT_PARTS) {
+        // Its pairs come from a search each frame; the first it found are
+        // kept only so fl_forget may take it off their lists.
+        t->npart = QG_FAT_CROWDED;
+        for (int32_t k = 0; k < QG_FAT_PARTS; ++k)
+            t->part[k] = e->dyn[g.found[k]];
+        fl->crowded++;
+        return;
+    }
+    const qg_handle h = e->dyn[p];
+    t->npart = (uint8_t)g.n;
+    for (int32_t k = 0; k < g.n; ++k) {
+        t->part[k] = e->dyn[g.found[k]];
+        fl_list(fl, g.found[k], h);
+    }
+}
+
+/* ---- life --------------------------------------------------------------- */
+
+/// The fat box of `box`, moving (vx, vy) a frame.
+static qg_rect fl_fat(qg_rect box, float vx, float vy)
+{
+    const float w = box.max_x - box.min_x, h = box.max_y - box.min_y;
+    const float m = FL_SCALE * (w > h ? w : h);
+    qg_rect f = {box.min_x - m, box.min_y - m, box.max_x + m, box.max_y + m};
+    if (vx > 0.0f)
+        f.max_x += vx * FL_AHEAD;
+    else if (vx < 0.0f)
+        f.min_x += vx * FL_AHEAD;
+    if (vy > 0.0f)
+        f.max_y += vy * FL_AHEAD;
+    else if (vy < 0.0f)
+        f.min_y += vy * FL_AHEAD;
+    f.min_x = fl_clamp(f.min_x);
+    f.min_y = fl_clamp(f.min_y);
+    f.max_x = fl_clamp(f.max_x);
+    f.max_y = fl_clamp(f.max_y);
+    // Rounding never leaves the box outside (m >= 0, the clamps keep order).
+    if (!qg_rect_inside(box, f))
+        f = box;
+    return f;
+}
+
+void qg_fat_admit(qg_engine *e, int32_t p)
+{
+    qg_fat_layer *fl = &e->fl;
+    qg_fat_entry *t = &fl->entry[p];
+    t->in = 1;
+    t->npart = 0;
+    t->fat = fl_fat(e->dbox[p], 0.0f, 0.0f);
+    fl->count++;
+    fl_file(fl, p);
+    fl_partner(e, p);
+}
+
+void qg_fat_leave(qg_engine *e, int32_t p)
+{
+    qg_fat_layer *fl = &e->fl;
+    fl_forget(e, p);
+    fl_unfile(fl, p);
+    fl->entry[p].in = 0;
+    fl->count--;
+}
+
+void qg_fat_refit(qg_engine *e, int32_t p, qg_rect old)
+{
+    qg_fat_layer *fl = &e->fl;
+    qg_fat_entry *t = &fl->entry[p];
+    const qg_rect box = e->dbox[p];
+    fl_forget(e, p);
+    fl_unfile(fl, p);
+    t->fat = fl_fat(box, box.min_x - old.min_x, box.min_y - old.min_y);
+    fl_file(fl, p);
+    fl_partner(e, p);
+}
+
+void qg_fat_moved_pos(qg_engine *e, int32_t from, int32_t to)
+{
+    qg_fat_layer *fl = &e->fl;
+    if (from == to)
+        return;
+    // Filed again rather than relinked: a bucket may hold two of its cells,
+    // and a walk would read the old entry's links after the copy.
+    const bool in = fl->entry[from].in;
+    if (in)
+        fl_unfile(fl, from);
+    fl->entry[to] = fl->entry[from];
+    fl->entry[from].in = 0;
+    if (in)
+        fl_file(fl, to);
+}
+
+/* ---- pairs and queries -------------------------------------------------- */
+
+typedef struct fl_pair_ctx {
+    const qg_engine *e;
+    const qg_filter *filters;
+    qg_pair_fn *fn;
+    void *user;
+    qg_rect box;
+    qg_handle h;
+    int32_t self;
+    bool crowded; ///< h is a crowded layer element (others: in the kind)
+} fl_pair_ctx;
+
+static bool fl_pair_visit(int32_t q, void *ctx)
+{
+    fl_pair_ctx *c = ctx;
+    const qg_engine *e = c->e;
+    if (q == c->self)
+        return true;
+    const qg_handle g = e->dyn[q];
+    if (c->crowded && e->fl.entry[q].npart == QG_FAT_CROWDED && g < c->h)
+        return true; // g's own search reports it
+    if (!qg_overlaps(e->dbox[q], c->box))
+        return true;
+    if (c->filters != NULL) {
+        const qg_filter fa = c->filters[c->h], fb = c->filters[g];
+        if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
+            return true;
+    }
+    return qg_report_pair(c->fn, c->user, c->h, g);
+}
+
+bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, const qg_filter *filters,
+                  qg_pair_fn *fn, void *user, qg_query_stats *stats)
+{
+    const qg_engine *e = index->engine;
+    const qg_fat_layer *fl = &e->fl;
+    fl_pair_ctx c = {e, filters, fn, user, {0, 0, 0, 0}, 0, -1, false};
+    int64_t tested = 0;
+    for (int32_t p = b; p < end; ++p) {
+        const qg_fat_entry *t = &fl->entry[p];
+        const qg_handle h = e->dyn[p];
+        if (t->in && t->npart != QG_FAT_CROWDED) {
+            // The list: each pair reported by its smaller handle.
+            for (int32_t k = 0; k < t->npart; ++k) {
+                const qg_handle g = t->part[k];
+                if (g < h || !(e->flags[g] & QG_F_FAT))
+                    continue;
+                const int32_t q = e->dyn_pos[g];
+                tested++;
+                if (fl->entry[q].npart == QG_FAT_CROWDED || !qg_overlaps(e->dbox[q], e->dbox[p]))
+                    continue;
+                if (filters != NULL) {
+                    const qg_filter fa = filters[h], fb = filters[g];
+                    if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
+                        continue;
+                }
+                if (!fn(h, g, user)) {
+                    stats->elements_tested += tested;
+                    return false;
+                }
+            }
+            continue;
+        }
+        // A crowded element, or one in the kind: a search of the grid.
+        c.box = e->dbox[p];
+        c.h = h;
+        c.self = p;
+        c.crowded = t->in;
+        if (!fl_search(e, c.box, fl_pair_visit, &c, &tested)) {
+            stats->elements_tested += tested;
+            return false;
+        }
+    }
+    // Pending statics (in the kind) against the layer.
+    for (qg_handle h = 0; statics && h < index->box_high; ++h) {
+        if ((e->flags[h] & (QG_F_STATIC | QG_F_LAYER)) != QG_F_STATIC)
+            continue;
+        c.box = index->boxes[h];
+        c.h = h;
+        c.self = -1;
+        c.crowded = false;
+        if (!fl_search(e, c.box, fl_pair_visit, &c, &tested)) {
+            stats->elements_tested += tested;
+            return false;
+        }
+    }
+    stats->elements_tested += tested;
+    return true;
+}
+
+typedef struct fl_query_ctx {
+    const qg_engine *e;
+    qg_rect area;
+    qg_query_fn *fn;
+    void *user;
+} fl_query_ctx;
+
+static bool fl_query_visit(int32_t q, void *ctx)
+{
+    const fl_query_ctx *c = ctx;
+    if (!qg_overlaps(c->e->dbox[q], c->area))
+        return true;
+    return c->fn(c->e->dyn[q], c->user);
+}
+
+bool qg_fat_query(const qg_engine *e, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)
+{
+    fl_query_ctx c = {e, area, fn, user};
+    return fl_search(e, area, fl_query_visit, &c, &stats->elements_tested);
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+bool qg_fat_validate(const qg_engine *e)
+{
+    const qg_fat_layer *fl = &e->fl;
+    int32_t count = 0, crowded = 0, filed = 0, bigs = 0;
+    if (fl->count > 0 && (!fl->built || (int64_t)fl->mask + 1 > fl->heads_cap))
+        return false;
+    for (int32_t p = 0; p < e->dyn_count; ++p) {
+        const qg_fat_entry *t = &fl->entry[p];
+        const qg_handle h = e->dyn[p];
+        if (!t->in) {
+            if (e->flags[h] & QG_F_FAT)
+                return false;
+            continue;
+        }
+        if (!(e->flags[h] & QG_F_FAT) || !qg_rect_inside(e->dbox[p], t->fat))
+            return false;
+        count++;
+        const fl_range r = fl_range_of(fl, t->fat);
+        const int64_t w = (int64_t)r.x1 - r.x0 + 1, hh = (int64_t)r.y1 - r.y0 + 1;
+        if (r.x0 != t->cx0 || r.y0 != t->cy0 || (w * hh > 4 ? t->cw != 0 : (t->cw != w || t->ch != hh)))
+            return false;
+        if (t->cw == 0)
+            bigs++;
+        else
+            filed += t->cw * t->ch;
+        if (t->npart == QG_FAT_CROWDED) {
+            crowded++;
+            continue;
+        }
+        if (t->npart > QG_FAT_PARTS)
+            return false;
+        for (int32_t k = 0; k < t->npart; ++k)
+            for (int32_t j = k + 1; j < t->npart; ++j)
+                if (t->part[k] == t->part[j])
+                    return false;
+    }
+    if (count != fl->count || crowded != fl->crowded || bigs != fl->bigs)
+        return false;
+    // Every filed id sits in the bucket of its cell, once.
+    int32_t seen = 0;
+    for (uint32_t b = 0; fl->built && b <= fl->mask; ++b) {
+        for (int32_t id = fl->heads[b]; id >= 0;) {
+            const int32_t q = id >> 2, k = id & 3;
+            if (q >= e->dyn_count || !fl->entry[q].in || fl->entry[q].cw == 0 ||
+                k >= fl->entry[q].cw * fl->entry[q].ch)
+                return false;
+            const qg_fat_entry *t = &fl->entry[q];
+            if (fl_bucket(fl, t->cx0 + k % t->cw, t->cy0 + k / t->cw) != b || ++seen > filed)
+                return false;
+            id = t->next[k];
+        }
+    }
+    int32_t seen_big = 0;
+    for (int32_t id = fl->big; id >= 0; id = fl->entry[id >> 2].next[0])
+        if ((id & 3) != 0 || id >> 2 >= e->dyn_count || fl->entry[id >> 2].cw != 0 || ++seen_big > bigs)
+            return false;
+    if (seen != filed || seen_big != bigs)
+        return false;
+    // The invariant: listed elements whose fat boxes overlap list each other
+    // (quadratic: checked up to a few thousand elements).
+    if (e->dyn_count > 4096)
+        return true;
+    for (int32_t p = 0; p < e->dyn_count; ++p) {
+        const qg_fat_entry *t = &fl->entry[p];
+        if (!t->in || t->npart == QG_FAT_CROWDED)
+            continue;
+        for (int32_t q = 0; q < e->dyn_count; ++q) {
+            const qg_fat_entry *u = &fl->entry[q];
+            if (q == p || !u->in || u->npart == QG_FAT_CROWDED || !qg_overlaps(t->fat, u->fat))
+                continue;
+            bool listed = false;
+            for (int32_t k = 0; k < t->npart && !listed; ++k)
+                listed = t->part[k] == e->dyn[q];
+            if (!listed)
+                return false;
+        }
+    }
+    return true;
+}

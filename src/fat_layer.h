@@ -1,0 +1,107 @@
+// The fat layer: the dynamic elements of an index with static ones, kept by
+// the engine instead of the kind, so a frame costs what moves (Box2D's
+// broad phase: fat boxes, and the pairs of fat boxes kept across frames,
+// here made exact).
+//
+// Why: in a level (static_layer.h, static_cache.h) the statics cost nothing
+// a frame, and what was left was the kind's move and its pair search over
+// the agents, most of whose moves change nothing and most of whose pair
+// tests find nothing (`level` at 100,000: 155 instructions a move, 114 an
+// agent in the pair search). Here a move stores the box and checks it
+// against a fat box; a frame's pairs walk each element's list of partners
+// (the elements whose fat boxes overlap its own), usually empty.
+//
+// Where elements live. An element of the layer is dynamic, out of the
+// kind's sight (its base slot's min_x NaN, as a static in the static layer),
+// its box in the engine's per-position array `box` (the join and refill of
+// the static caches read it there, in order, for every dynamic element).
+// Each has a fat box containing its box, filed in a hashed grid (square
+// cells, a power of two, chosen from the fat boxes' sizes) under the up to
+// 4 cells it covers, or on a list of big ones; and a list of up to
+// QG_FAT_PARTS partners. Dynamic elements enter the layer at qg_cleanup
+// while the index has static elements, and leave it when they are removed,
+// made static, or moved once the index has no static element left.
+//
+// Exactness. Invariant: two listed (not crowded) elements whose fat boxes
+// overlap each list the other. A list may also hold handles that are no
+// longer partners (or no longer in the layer): each pair is tested on the
+// boxes before it is reported, so extra entries cost a test, never an
+// error. An element whose partners do not fit is crowded: its pairs come
+// from a search of the grid with its box every frame (it reports a pair
+// with another crowded element only when its handle is the smaller one;
+// listed elements skip crowded partners). Elements in the kind (dynamic,
+// or pending static) search the grid with their boxes too. A move that
+// leaves the fat box makes a new one and files it at once (no allocation),
+// so the layer is exact between any two calls, qg_cleanup or not.
+//
+// Memory: a 64-byte entry and 16 bytes of grid buckets a dynamic element,
+// with the static caches (allocated only while the index has static
+// elements or elements in this layer).
+#ifndef QG_FAT_LAYER_H
+#define QG_FAT_LAYER_H
+
+#include "index_internal.h"
+
+/// Partners an entry lists (the entry is 64 bytes).
+#define QG_FAT_PARTS 5
+/// npart of a crowded entry.
+#define QG_FAT_CROWDED 255
+/// Grid buckets reserved a dynamic element.
+#define QG_FAT_BUCKETS 4
+
+typedef struct qg_fat_entry {
+    qg_rect fat;       ///< contains the element's box
+    int32_t next[4];   ///< per filed cell: the next entry id (position * 4 + cell) in its bucket, -1 at the end
+    int32_t cx0, cy0;  ///< the first cell the fat box covers
+    uint8_t cw, ch;    ///< cells covered across and down (cw * ch <= 4), 0 when big
+    uint8_t npart;     ///< partners listed, or QG_FAT_CROWDED
+    uint8_t in;        ///< 1: in the layer
+    qg_handle part[QG_FAT_PARTS];
+} qg_fat_entry;
+
+typedef struct qg_fat_layer {
+    qg_fat_entry *entry; ///< per dynamic position (the engine's dyn[])
+    int32_t entry_cap;
+    int32_t *heads;      ///< bucket heads; heads[0..mask] in use
+    int32_t heads_cap;
+    uint32_t mask;
+    bool built;          ///< the grid's cell and mask are set
+    float cell;
+    double inv;          ///< 1 / cell
+    int32_t big;         ///< first big entry (linked by next[0]), -1: none
+    int32_t bigs;
+    int32_t count;       ///< elements in the layer
+    int32_t crowded;     ///< of them crowded
+    uint32_t age;        ///< qg_cleanup calls since the grid was laid out
+} qg_fat_layer;
+
+struct qg_engine;
+
+/// Resets the layer to empty (its arrays kept).
+void qg_fat_reset(qg_fat_layer *fl);
+/// Position p (the engine's dyn[p], box box[p]) enters the layer; the grid
+/// must be laid out (qg_fat_layout) with room.
+void qg_fat_admit(struct qg_engine *e, int32_t p);
+/// Position p leaves the layer (its partners forget it).
+void qg_fat_leave(struct qg_engine *e, int32_t p);
+/// The element at position p moved from `old` to box[p] and left its fat
+/// box: a new one is made and filed.
+void qg_fat_refit(struct qg_engine *e, int32_t p, qg_rect old);
+/// The entry of position `from` moved to position `to` (the engine's dyn[]
+/// is kept dense); `to`'s entry, if in the layer, has left it.
+void qg_fat_moved_pos(struct qg_engine *e, int32_t from, int32_t to);
+/// Lays the grid out again (cell size from the fat boxes, buckets from what
+/// heads holds) when it is due; `admitting` more elements are about to enter.
+void qg_fat_layout(struct qg_engine *e, int32_t admitting);
+/// Pairs of the dynamic positions [b, end): layer elements with layer
+/// elements (lists, crowded searches), kind dynamics with layer elements,
+/// and, when `statics` is true, pending statics (in the kind) with layer
+/// elements. False when fn stopped it.
+bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, const qg_filter *filters,
+                  qg_pair_fn *fn, void *user, qg_query_stats *stats);
+/// The layer's share of a query; false when fn stopped it.
+bool qg_fat_query(const struct qg_engine *e, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats);
+/// Checks the grid, the entries and the partner invariant.
+bool qg_fat_validate(const struct qg_engine *e);
+
+#endif
