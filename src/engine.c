@@ -338,10 +338,7 @@ static qg_status fat_to_kind(qg_index *index, qg_handle h, qg_rect box)
     return QG_OK;
 }
 
-/// qg_move of an element of the fat layer: the box stored, and a new fat
-/// box filed when it left its own. With no static element left, it goes
-/// back to the kind (staying here, as exact, when there is no memory).
-static qg_status fat_move(qg_index *index, qg_handle h, qg_rect box)
+qg_status qg_engine_move_fat_slow(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
     if (e->layer.live == 0 && e->pending == 0 && fat_to_kind(index, h, box) == QG_OK)
@@ -360,7 +357,7 @@ qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
     if (e->flags[h] & QG_F_FAT)
-        return fat_move(index, h, box);
+        return qg_engine_move_fat(index, h, box);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     // It comes back to the layer at a later qg_cleanup: room for that now.

@@ -27,19 +27,25 @@ static inline int32_t fl_coord(float v, double inv)
     return (int32_t)c;
 }
 
-static inline fl_range fl_range_of(const qg_fat_layer *fl, qg_rect r)
+static inline fl_range fl_range_of(const qg_fat_layer *fl, qg_rect r, int level)
 {
-    return (fl_range){fl_coord(r.min_x, fl->inv), fl_coord(r.min_y, fl->inv), fl_coord(r.max_x, fl->inv),
-                      fl_coord(r.max_y, fl->inv)};
+    const double inv = fl->inv[level];
+    return (fl_range){fl_coord(r.min_x, inv), fl_coord(r.min_y, inv), fl_coord(r.max_x, inv), fl_coord(r.max_y, inv)};
 }
 
-static inline uint32_t fl_bucket(const qg_fat_layer *fl, int32_t x, int32_t y)
+static inline uint32_t fl_bucket(const qg_fat_layer *fl, int32_t x, int32_t y, int level)
 {
-    uint32_t h = (uint32_t)x * 0x9E3779B1u ^ (uint32_t)y * 0x85EBCA77u;
+    uint32_t h = (uint32_t)x * 0x9E3779B1u ^ (uint32_t)y * 0x85EBCA77u ^ (uint32_t)level * 0xC2B2AE3Du;
     h ^= h >> 15;
     h *= 0x2C1B3C6Du;
     h ^= h >> 12;
     return h & fl->mask;
+}
+
+/// The bucket of entry t's k-th filed cell.
+static inline uint32_t fl_bucket_of(const qg_fat_layer *fl, const qg_fat_entry *t, int32_t k)
+{
+    return fl_bucket(fl, t->cx0 + k % t->cw, t->cy0 + k / t->cw, t->in - 1);
 }
 
 static inline float fl_clamp(float v)
@@ -51,37 +57,44 @@ void qg_fat_reset(qg_fat_layer *fl)
 {
     fl->built = false;
     fl->mask = 0;
-    fl->big = -1;
-    fl->bigs = 0;
+    fl->huge = -1;
+    fl->huges = 0;
     fl->count = 0;
     fl->crowded = 0;
     fl->age = 0;
+    memset(fl->filed, 0, sizeof fl->filed);
 }
 
 /* ---- the grid ----------------------------------------------------------- */
 
-/// Files entry p under the cells of its fat box (or on the big list).
+/// Files entry p under the cells of its fat box on the finest level where
+/// it covers at most 2x2 (or on the huge list).
 static void fl_file(qg_fat_layer *fl, int32_t p)
 {
     qg_fat_entry *t = &fl->entry[p];
-    const fl_range r = fl_range_of(fl, t->fat);
-    const int64_t w = (int64_t)r.x1 - r.x0 + 1, h = (int64_t)r.y1 - r.y0 + 1;
-    t->cx0 = r.x0;
-    t->cy0 = r.y0;
-    if (w * h > 4) {
-        t->cw = t->ch = 0;
-        t->next[0] = fl->big;
-        fl->big = p * 4;
-        fl->bigs++;
+    for (int level = 0; level < QG_FAT_LEVELS; ++level) {
+        const fl_range r = fl_range_of(fl, t->fat, level);
+        const int64_t w = (int64_t)r.x1 - r.x0 + 1, h = (int64_t)r.y1 - r.y0 + 1;
+        if (w > 2 || h > 2)
+            continue;
+        t->in = (uint8_t)(level + 1);
+        t->cx0 = r.x0;
+        t->cy0 = r.y0;
+        t->cw = (uint8_t)w;
+        t->ch = (uint8_t)h;
+        for (int32_t k = 0; k < w * h; ++k) {
+            int32_t *head = &fl->heads[fl_bucket_of(fl, t, k)];
+            t->next[k] = *head;
+            *head = p * 4 + k;
+        }
+        fl->filed[level]++;
         return;
     }
-    t->cw = (uint8_t)w;
-    t->ch = (uint8_t)h;
-    for (int32_t k = 0; k < w * h; ++k) {
-        int32_t *head = &fl->heads[fl_bucket(fl, r.x0 + k % (int32_t)w, r.y0 + k / (int32_t)w)];
-        t->next[k] = *head;
-        *head = p * 4 + k;
-    }
+    t->in = QG_FAT_HUGE;
+    t->cw = t->ch = 0;
+    t->next[0] = fl->huge;
+    fl->huge = p * 4;
+    fl->huges++;
 }
 
 /// The link that holds entry id `id` in the list starting at *head.
@@ -93,20 +106,21 @@ static int32_t *fl_link_to(qg_fat_layer *fl, int32_t *head, int32_t id)
     return link;
 }
 
-/// Takes entry p out of the grid.
+/// Takes entry p out of the grid (it stays `in`, at its level).
 static void fl_unfile(qg_fat_layer *fl, int32_t p)
 {
     qg_fat_entry *t = &fl->entry[p];
-    if (t->cw == 0) {
-        int32_t *link = fl_link_to(fl, &fl->big, p * 4);
+    if (t->in == QG_FAT_HUGE) {
+        int32_t *link = fl_link_to(fl, &fl->huge, p * 4);
         *link = t->next[0];
-        fl->bigs--;
+        fl->huges--;
         return;
     }
     for (int32_t k = 0; k < t->cw * t->ch; ++k) {
-        int32_t *link = fl_link_to(fl, &fl->heads[fl_bucket(fl, t->cx0 + k % t->cw, t->cy0 + k / t->cw)], p * 4 + k);
+        int32_t *link = fl_link_to(fl, &fl->heads[fl_bucket_of(fl, t, k)], p * 4 + k);
         *link = t->next[k];
     }
+    fl->filed[t->in - 1]--;
 }
 
 typedef bool fl_visit_fn(int32_t q, void *ctx);
@@ -115,10 +129,14 @@ typedef bool fl_visit_fn(int32_t q, void *ctx);
 static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *ctx, int64_t *tested)
 {
     const qg_fat_layer *fl = &e->fl;
-    const fl_range a = fl_range_of(fl, area);
-    const int64_t cells = ((int64_t)a.x1 - a.x0 + 1) * ((int64_t)a.y1 - a.y0 + 1);
-    if (cells > (int64_t)fl->count + 16) {
-        // More cells than elements: every element once.
+    fl_range ranges[QG_FAT_LEVELS];
+    for (int level = 0; level < QG_FAT_LEVELS; ++level) {
+        if (fl->filed[level] == 0)
+            continue;
+        const fl_range a = ranges[level] = fl_range_of(fl, area, level);
+        if (((int64_t)a.x1 - a.x0 + 1) * ((int64_t)a.y1 - a.y0 + 1) <= (int64_t)fl->filed[level] + 16)
+            continue;
+        // More cells than elements on a level: every element once.
         for (int32_t q = 0; q < e->dyn_count; ++q) {
             const qg_fat_entry *t = &fl->entry[q];
             if (!t->in)
@@ -129,27 +147,32 @@ static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *c
         }
         return true;
     }
-    for (int64_t y = a.y0; y <= a.y1; ++y) {
-        for (int64_t x = a.x0; x <= a.x1; ++x) {
-            for (int32_t id = fl->heads[fl_bucket(fl, (int32_t)x, (int32_t)y)]; id >= 0;) {
-                const int32_t q = id >> 2, k = id & 3;
-                const qg_fat_entry *t = &fl->entry[q];
-                id = t->next[k];
-                // Another cell of the bucket, or not the first cell the
-                // entry and the area share (it is visited there).
-                if (t->cx0 + k % t->cw != x || t->cy0 + k / t->cw != y)
-                    continue;
-                if ((a.x0 > t->cx0 ? a.x0 : t->cx0) != x || (a.y0 > t->cy0 ? a.y0 : t->cy0) != y)
-                    continue;
-                ++*tested;
-                if (qg_overlaps(t->fat, area) && !fn(q, ctx))
-                    return false;
+    for (int level = 0; level < QG_FAT_LEVELS; ++level) {
+        if (fl->filed[level] == 0)
+            continue;
+        const fl_range a = ranges[level];
+        for (int64_t y = a.y0; y <= a.y1; ++y) {
+            for (int64_t x = a.x0; x <= a.x1; ++x) {
+                for (int32_t id = fl->heads[fl_bucket(fl, (int32_t)x, (int32_t)y, level)]; id >= 0;) {
+                    const int32_t q = id >> 2, k = id & 3;
+                    const qg_fat_entry *t = &fl->entry[q];
+                    id = t->next[k];
+                    // Another cell or level of the bucket, or not the first
+                    // cell the entry and the area share (visited there).
+                    if (t->in != level + 1 || t->cx0 + k % t->cw != x || t->cy0 + k / t->cw != y)
+                        continue;
+                    if ((a.x0 > t->cx0 ? a.x0 : t->cx0) != x || (a.y0 > t->cy0 ? a.y0 : t->cy0) != y)
+                        continue;
+                    ++*tested;
+                    if (qg_overlaps(t->fat, area) && !fn(q, ctx))
+                        return false;
+                }
             }
         }
     }
-    for (int32_t id = fl->big; id >= 0;) {
-        const qg_fat_entry *t = &fl->entry[id >> 2];
+    for (int32_t id = fl->huge; id >= 0;) {
         const int32_t q = id >> 2;
+        const qg_fat_entry *t = &fl->entry[q];
         id = t->next[0];
         ++*tested;
         if (qg_overlaps(t->fat, area) && !fn(q, ctx))
@@ -158,17 +181,19 @@ static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *c
     return true;
 }
 
-/// The cell size: a power of two at least the fat boxes' mean extent and
-/// the spacing of n elements spread evenly over their bounds (so points
-/// and tiny boxes do not share one cell).
+/// The finest cell: a power of two at least the mean extent of the fat
+/// boxes (the boxes', doubled, before they have any) and a quarter of the
+/// spacing of n elements spread evenly over their bounds (so points and
+/// tiny boxes do not share one cell). Larger fat boxes go up a level.
 static void fl_choose_cell(qg_fat_layer *fl, const qg_engine *e)
 {
     double sum = 0.0, lo_x = INFINITY, lo_y = INFINITY, hi_x = -INFINITY, hi_y = -INFINITY;
     int32_t n = 0;
     for (int32_t p = 0; p < e->dyn_count; ++p) {
-        const qg_rect r = fl->entry[p].in ? fl->entry[p].fat : e->dbox[p];
+        const bool in = fl->entry[p].in != 0;
+        const qg_rect r = in ? fl->entry[p].fat : e->dbox[p];
         const double w = (double)r.max_x - r.min_x, h = (double)r.max_y - r.min_y;
-        sum += w > h ? w : h;
+        sum += (in ? 1.0 : 2.0) * (w > h ? w : h);
         const double cx = 0.5 * ((double)r.min_x + r.max_x), cy = 0.5 * ((double)r.min_y + r.max_y);
         lo_x = cx < lo_x ? cx : lo_x;
         lo_y = cy < lo_y ? cy : lo_y;
@@ -178,7 +203,8 @@ static void fl_choose_cell(qg_fat_layer *fl, const qg_engine *e)
     }
     double want = 1.0;
     if (n > 0) {
-        const double mean = sum / n, spread = (hi_x - lo_x > hi_y - lo_y ? hi_x - lo_x : hi_y - lo_y) / sqrt((double)n);
+        const double mean = sum / n,
+                     spread = (hi_x - lo_x > hi_y - lo_y ? hi_x - lo_x : hi_y - lo_y) / (4.0 * sqrt((double)n));
         want = mean > spread ? mean : spread;
     }
     if (!(want >= 0x1p-60))
@@ -189,36 +215,36 @@ static void fl_choose_cell(qg_fat_layer *fl, const qg_engine *e)
     const double m = frexp(want, &ex); // want = m * 2^ex, m in [0.5, 1)
     const double cell = ldexp(1.0, m == 0.5 ? ex - 1 : ex);
     fl->cell = (float)cell;
-    fl->inv = 1.0 / cell;
+    for (int level = 0; level < QG_FAT_LEVELS; ++level)
+        fl->inv[level] = ldexp(1.0 / cell, -2 * level);
 }
 
 void qg_fat_layout(qg_engine *e, int32_t admitting)
 {
+    (void)admitting;
     qg_fat_layer *fl = &e->fl;
     uint32_t buckets = 1;
     while ((int64_t)buckets * 2 <= fl->heads_cap)
         buckets *= 2;
     fl->age++;
-    const float old_cell = fl->cell;
-    bool due = !fl->built || buckets != fl->mask + 1 ||
-               (int64_t)fl->bigs * 8 > (int64_t)fl->count + 64;
-    if (!due && fl->age >= FL_RELAYOUT) {
+    bool due = !fl->built || buckets != fl->mask + 1;
+    if (due || fl->age >= FL_RELAYOUT || (fl->age >= 16 && (int64_t)fl->huges * 8 > (int64_t)fl->count + 64)) {
+        // The cell again; the grid is laid out anew only when it changed
+        // (or the buckets did).
+        const float old_cell = fl->cell;
         fl_choose_cell(fl, e);
-        due = fl->cell != old_cell;
+        due |= fl->cell != old_cell;
         fl->age = 0;
-    } else if (due) {
-        fl_choose_cell(fl, e);
     }
-    (void)admitting;
     if (!due)
         return;
-    fl->age = 0;
     fl->mask = buckets - 1;
     fl->built = true;
     for (uint32_t b = 0; b < buckets; ++b)
         fl->heads[b] = -1;
-    fl->big = -1;
-    fl->bigs = 0;
+    fl->huge = -1;
+    fl->huges = 0;
+    memset(fl->filed, 0, sizeof fl->filed);
     for (int32_t p = 0; p < e->dyn_count; ++p)
         if (fl->entry[p].in)
             fl_file(fl, p);
@@ -344,7 +370,6 @@ void qg_fat_admit(qg_engine *e, int32_t p)
 {
     qg_fat_layer *fl = &e->fl;
     qg_fat_entry *t = &fl->entry[p];
-    t->in = 1;
     t->npart = 0;
     t->fat = fl_fat(e->dbox[p], 0.0f, 0.0f);
     fl->count++;
@@ -457,7 +482,7 @@ bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, c
         c.box = e->dbox[p];
         c.h = h;
         c.self = p;
-        c.crowded = t->in;
+        c.crowded = t->in != 0;
         if (!fl_search(e, c.box, fl_pair_visit, &c, &tested)) {
             stats->elements_tested += tested;
             return false;
@@ -506,7 +531,7 @@ bool qg_fat_query(const qg_engine *e, qg_rect area, qg_query_fn *fn, void *user,
 bool qg_fat_validate(const qg_engine *e)
 {
     const qg_fat_layer *fl = &e->fl;
-    int32_t count = 0, crowded = 0, filed = 0, bigs = 0;
+    int32_t count = 0, crowded = 0, cells = 0, huges = 0, filed[QG_FAT_LEVELS] = {0};
     if (fl->count > 0 && (!fl->built || (int64_t)fl->mask + 1 > fl->heads_cap))
         return false;
     for (int32_t p = 0; p < e->dyn_count; ++p) {
@@ -517,17 +542,28 @@ bool qg_fat_validate(const qg_engine *e)
                 return false;
             continue;
         }
-        if (!(e->flags[h] & QG_F_FAT) || !qg_rect_inside(e->dbox[p], t->fat))
+        if (!(e->flags[h] & QG_F_FAT) || !qg_rect_inside(e->dbox[p], t->fat) || t->in > QG_FAT_HUGE)
             return false;
         count++;
-        const fl_range r = fl_range_of(fl, t->fat);
-        const int64_t w = (int64_t)r.x1 - r.x0 + 1, hh = (int64_t)r.y1 - r.y0 + 1;
-        if (r.x0 != t->cx0 || r.y0 != t->cy0 || (w * hh > 4 ? t->cw != 0 : (t->cw != w || t->ch != hh)))
-            return false;
-        if (t->cw == 0)
-            bigs++;
-        else
-            filed += t->cw * t->ch;
+        // Filed on the finest level where it covers at most 2x2 cells.
+        int level = 0;
+        fl_range r = {0, 0, 0, 0};
+        for (; level < QG_FAT_LEVELS; ++level) {
+            r = fl_range_of(fl, t->fat, level);
+            if ((int64_t)r.x1 - r.x0 < 2 && (int64_t)r.y1 - r.y0 < 2)
+                break;
+        }
+        if (level == QG_FAT_LEVELS) {
+            if (t->in != QG_FAT_HUGE)
+                return false;
+            huges++;
+        } else {
+            if (t->in != level + 1 || r.x0 != t->cx0 || r.y0 != t->cy0 || t->cw != r.x1 - r.x0 + 1 ||
+                t->ch != r.y1 - r.y0 + 1)
+                return false;
+            filed[level]++;
+            cells += t->cw * t->ch;
+        }
         if (t->npart == QG_FAT_CROWDED) {
             crowded++;
             continue;
@@ -539,27 +575,28 @@ bool qg_fat_validate(const qg_engine *e)
                 if (t->part[k] == t->part[j])
                     return false;
     }
-    if (count != fl->count || crowded != fl->crowded || bigs != fl->bigs)
+    if (count != fl->count || crowded != fl->crowded || huges != fl->huges ||
+        memcmp(filed, fl->filed, sizeof filed) != 0)
         return false;
     // Every filed id sits in the bucket of its cell, once.
     int32_t seen = 0;
     for (uint32_t b = 0; fl->built && b <= fl->mask; ++b) {
         for (int32_t id = fl->heads[b]; id >= 0;) {
             const int32_t q = id >> 2, k = id & 3;
-            if (q >= e->dyn_count || !fl->entry[q].in || fl->entry[q].cw == 0 ||
+            if (q >= e->dyn_count || !fl->entry[q].in || fl->entry[q].in == QG_FAT_HUGE ||
                 k >= fl->entry[q].cw * fl->entry[q].ch)
                 return false;
             const qg_fat_entry *t = &fl->entry[q];
-            if (fl_bucket(fl, t->cx0 + k % t->cw, t->cy0 + k / t->cw) != b || ++seen > filed)
+            if (fl_bucket_of(fl, t, k) != b || ++seen > cells)
                 return false;
             id = t->next[k];
         }
     }
-    int32_t seen_big = 0;
-    for (int32_t id = fl->big; id >= 0; id = fl->entry[id >> 2].next[0])
-        if ((id & 3) != 0 || id >> 2 >= e->dyn_count || fl->entry[id >> 2].cw != 0 || ++seen_big > bigs)
+    int32_t seen_huge = 0;
+    for (int32_t id = fl->huge; id >= 0; id = fl->entry[id >> 2].next[0])
+        if ((id & 3) != 0 || id >> 2 >= e->dyn_count || fl->entry[id >> 2].in != QG_FAT_HUGE || ++seen_huge > huges)
             return false;
-    if (seen != filed || seen_big != bigs)
+    if (seen != cells || seen_huge != huges)
         return false;
     // The invariant: listed elements whose fat boxes overlap list each other
     // (quadratic: checked up to a few thousand elements).

@@ -15,10 +15,12 @@
 // kind's sight (its base slot's min_x NaN, as a static in the static layer),
 // its box in the engine's per-position array `box` (the join and refill of
 // the static caches read it there, in order, for every dynamic element).
-// Each has a fat box containing its box, filed in a hashed grid (square
-// cells, a power of two, chosen from the fat boxes' sizes) under the up to
-// 4 cells it covers, or on a list of big ones; and a list of up to
-// QG_FAT_PARTS partners. Dynamic elements enter the layer at qg_cleanup
+// Each has a fat box containing its box, filed in a hashed grid under the
+// up to 4 cells it covers, on the finest of QG_FAT_LEVELS levels of cells
+// 4x apart where it covers no more (the static layer's levels, for boxes
+// that move: mixed sizes cost no more than one size), or on a list of huge
+// ones; and a list of up to QG_FAT_PARTS partners. The finest cell is a
+// power of two about the fat boxes' mean extent. Dynamic elements enter the layer at qg_cleanup
 // while the index has static elements, and leave it when they are removed,
 // made static, or moved once the index has no static element left.
 //
@@ -48,14 +50,18 @@
 #define QG_FAT_CROWDED 255
 /// Grid buckets reserved a dynamic element.
 #define QG_FAT_BUCKETS 4
+/// Levels of cells, 4x apart (the coarsest 4^7 = 16384 times the finest).
+#define QG_FAT_LEVELS 8
+/// `in` of an entry on the huge list.
+#define QG_FAT_HUGE (QG_FAT_LEVELS + 1)
 
 typedef struct qg_fat_entry {
     qg_rect fat;       ///< contains the element's box
     int32_t next[4];   ///< per filed cell: the next entry id (position * 4 + cell) in its bucket, -1 at the end
-    int32_t cx0, cy0;  ///< the first cell the fat box covers
-    uint8_t cw, ch;    ///< cells covered across and down (cw * ch <= 4), 0 when big
+    int32_t cx0, cy0;  ///< the first cell the fat box covers, on its level
+    uint8_t cw, ch;    ///< cells covered across and down (cw * ch <= 4)
     uint8_t npart;     ///< partners listed, or QG_FAT_CROWDED
-    uint8_t in;        ///< 1: in the layer
+    uint8_t in;        ///< 0: not in the layer; its level + 1; or QG_FAT_HUGE
     qg_handle part[QG_FAT_PARTS];
 } qg_fat_entry;
 
@@ -66,10 +72,11 @@ typedef struct qg_fat_layer {
     int32_t heads_cap;
     uint32_t mask;
     bool built;          ///< the grid's cell and mask are set
-    float cell;
-    double inv;          ///< 1 / cell
-    int32_t big;         ///< first big entry (linked by next[0]), -1: none
-    int32_t bigs;
+    float cell;          ///< the finest level's
+    double inv[QG_FAT_LEVELS]; ///< 1 / each level's cell
+    int32_t filed[QG_FAT_LEVELS]; ///< entries on each level
+    int32_t huge;        ///< first huge entry (linked by next[0]), -1: none
+    int32_t huges;
     int32_t count;       ///< elements in the layer
     int32_t crowded;     ///< of them crowded
     uint32_t age;        ///< qg_cleanup calls since the grid was laid out

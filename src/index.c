@@ -205,7 +205,12 @@ qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
     if (!qg_slot_live(index, handle)) {
         if (!qg_handle_live(index, handle))
             return QG_ERR_HANDLE;
-        return box_valid(box) ? qg_engine_move_layer(index, handle, box) : QG_ERR_INVALID;
+        if (!box_valid(box))
+            return QG_ERR_INVALID;
+        // The engine holds it: the fat layer (the common case) or the static one.
+        if (index->engine->flags[handle] & QG_F_FAT)
+            return qg_engine_move_fat(index, handle, box);
+        return qg_engine_move_layer(index, handle, box);
     }
     if (!box_valid(box))
         return QG_ERR_INVALID;
