@@ -44,16 +44,18 @@ static bool reserve_cache(qg_engine *e, qg_txn *txn, int64_t n)
 {
     if (n < 1)
         n = 1;
-    const int32_t old_words = e->stale_cap;
+    const int32_t old_words = e->stale_cap, old_busy = e->fl.busy_cap;
     if (!(qg_txn_reserve(txn, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), n) &&
           qg_txn_reserve(txn, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), n) &&
           qg_txn_reserve(txn, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), n) &&
           qg_txn_reserve(txn, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), n) &&
+          qg_txn_reserve(txn, (void **)&e->fl.busy, &e->fl.busy_cap, 1, n + 8) &&
           qg_txn_reserve(txn, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * n) &&
           qg_txn_reserve(txn, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), (n + 63) / 64) &&
           qg_txn_reserve(txn, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * ((n + 63) / 64))))
         return false;
     memset(e->stale + old_words, 0, (size_t)(e->stale_cap - old_words) * sizeof(uint64_t));
+    memset(e->fl.busy + old_busy, 0, (size_t)(e->fl.busy_cap - old_busy));
     return true;
 }
 
@@ -101,8 +103,9 @@ void qg_engine_make_cache(qg_index *index)
     for (int32_t i = 0; i < e->dyn_count; ++i) {
         qg_cache_blank(&e->cache[i], &e->fat[i], e->dyn[i], index->boxes[e->dyn[i]]);
         e->dbox[i] = index->boxes[e->dyn[i]];
-        e->fl.entry[i].in = 0;
+        qg_fat_out(&e->fl, i);
     }
+    memset(e->fl.busy + e->dyn_count, 0, (size_t)(e->fl.busy_cap - e->dyn_count));
     e->cache_gen = 0;
 }
 
@@ -127,7 +130,7 @@ static void dyn_put(qg_index *index, qg_handle h)
     if (e->cache != NULL) {
         qg_cache_blank(&e->cache[p], &e->fat[p], h, index->boxes[h]);
         e->dbox[p] = index->boxes[h];
-        e->fl.entry[p].in = 0; // enters the fat layer at the next qg_cleanup
+        qg_fat_out(&e->fl, p); // enters the fat layer at the next qg_cleanup
         qg_engine_mark_stale(e, p);
     }
 }
@@ -144,6 +147,7 @@ static void dyn_take(qg_engine *e, qg_handle h)
         e->fat[pos] = e->fat[last_pos];
         e->dbox[pos] = e->dbox[last_pos];
         qg_fat_moved_pos(e, last_pos, pos);
+        e->fl.busy[last_pos] = 0;
         const uint64_t bit = e->stale[last_pos >> 6] >> (last_pos & 63) & 1;
         e->stale[last_pos >> 6] &= ~((uint64_t)1 << (last_pos & 63));
         e->stale[pos >> 6] = (e->stale[pos >> 6] & ~((uint64_t)1 << (pos & 63))) | bit << (pos & 63);
@@ -177,6 +181,7 @@ static void shrink_cache(qg_engine *e, qg_alloc *a)
     shrink_array(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), target);
     shrink_array(a, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), target);
     shrink_array(a, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), target);
+    shrink_array(a, (void **)&e->fl.busy, &e->fl.busy_cap, 1, target + 8);
     shrink_array(a, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * target);
     if (e->fl.built && (int64_t)e->fl.mask + 1 > e->fl.heads_cap)
         qg_fat_layout(e, 0); // fewer buckets: filed again
@@ -191,6 +196,7 @@ static void release_cache(qg_engine *e, qg_alloc *a)
     qg_array_free(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect));
     qg_array_free(a, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect));
     qg_array_free(a, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry));
+    qg_array_free(a, (void **)&e->fl.busy, &e->fl.busy_cap, 1);
     qg_array_free(a, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t));
     qg_fat_reset(&e->fl);
     qg_array_free(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t));
@@ -357,7 +363,7 @@ qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
     if (e->flags[h] & QG_F_FAT)
-        return qg_engine_move_fat(index, h, box);
+        return qg_engine_move_fat_slow(index, h, box);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     // It comes back to the layer at a later qg_cleanup: room for that now.
@@ -881,6 +887,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
               (size_t)e->filters_cap * sizeof(qg_filter) + (size_t)e->dyn_cap * sizeof(qg_handle) +
               (size_t)e->cache_cap * sizeof(qg_static_cache) + (size_t)e->fat_cap * sizeof(qg_rect) +
               (size_t)e->dbox_cap * sizeof(qg_rect) + (size_t)e->fl.entry_cap * sizeof(qg_fat_entry) +
+              (size_t)e->fl.busy_cap +
               (size_t)e->fl.heads_cap * sizeof(int32_t) +
               (size_t)e->stale_cap * sizeof(uint64_t) + (size_t)e->order_cap * sizeof(uint64_t) +
               (size_t)e->pend_cap * sizeof(qg_handle) +
@@ -891,6 +898,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
         (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
         (e->cache != NULL && (e->cache_cap < e->dyn_count || e->fat_cap < e->dyn_count ||
                               e->dbox_cap < e->dyn_count || e->fl.entry_cap < e->dyn_count ||
+                              e->fl.busy_cap < e->dyn_count + 8 ||
                               e->fl.heads_cap < (int64_t)QG_FAT_BUCKETS * e->dyn_count ||
                               (int64_t)e->stale_cap * 64 < e->dyn_count ||
                               e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))))

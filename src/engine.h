@@ -142,24 +142,11 @@ static inline void qg_engine_mark_stale(qg_engine *e, int32_t p)
     e->stale[p >> 6] |= (uint64_t)1 << (p & 63);
     e->any_stale = true;
 }
-/// qg_engine_move_fat's other cases (out of line: the common one needs no
-/// stack frame).
+/// qg_move of h in the fat layer, other than its fast case (qg_move: a box
+/// inside its fat box, with static elements left): one that leaves its fat
+/// box is filed anew (qg_fat_refit); with no static element left, it goes
+/// back to the kind (staying here, as exact, when there is no memory).
 qg_status qg_engine_move_fat_slow(qg_index *index, qg_handle h, qg_rect box);
-/// qg_move of h in the fat layer: the box stored, and checked against the
-/// fat boxes. One that leaves its own is filed anew (qg_fat_refit); with no
-/// static element left, it goes back to the kind (staying here, as exact,
-/// when there is no memory for that).
-static inline qg_status qg_engine_move_fat(qg_index *index, qg_handle h, qg_rect box)
-{
-    qg_engine *e = index->engine;
-    const int32_t p = e->dyn_pos[h];
-    if (!qg_rect_inside(box, e->fl.entry[p].fat) || (e->layer.live == 0 && e->pending == 0))
-        return qg_engine_move_fat_slow(index, h, box);
-    e->dbox[p] = box;
-    if (qg_cache_left(e->fat[p], box))
-        qg_engine_mark_stale(e, p);
-    return QG_OK;
-}
 /// After the kind moved h to `box` (now index->boxes[h]; passed rather than
 /// read back: the kind has just stored it, often as two 8-byte halves, and
 /// a 16-byte load of them stalls until both stores are done).

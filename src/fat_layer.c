@@ -9,7 +9,7 @@
 /// A new fat box: half the box's larger extent around it, stretched this
 /// many frames of its last motion the way it goes.
 #define FL_SCALE 0.5f
-#define FL_AHEAD 16.0f
+#define FL_AHEAD 24.0f
 /// qg_cleanup calls between checks of the grid's cell size.
 #define FL_RELAYOUT 256u
 
@@ -19,12 +19,10 @@ typedef struct fl_range {
 
 static inline int32_t fl_coord(float v, double inv)
 {
-    double c = floor((double)v * inv);
-    if (!(c >= -FL_CLAMP))
-        c = -FL_CLAMP;
-    if (c > FL_CLAMP)
-        c = FL_CLAMP;
-    return (int32_t)c;
+    double c = (double)v * inv;
+    c = c < -FL_CLAMP ? -FL_CLAMP : c > FL_CLAMP ? FL_CLAMP : c;
+    const int32_t i = (int32_t)c; // toward zero: one less below zero
+    return i - (c < (double)i);
 }
 
 static inline fl_range fl_range_of(const qg_fat_layer *fl, qg_rect r, int level)
@@ -45,7 +43,7 @@ static inline uint32_t fl_bucket(const qg_fat_layer *fl, int32_t x, int32_t y, i
 /// The bucket of entry t's k-th filed cell.
 static inline uint32_t fl_bucket_of(const qg_fat_layer *fl, const qg_fat_entry *t, int32_t k)
 {
-    return fl_bucket(fl, t->cx0 + k % t->cw, t->cy0 + k / t->cw, t->in - 1);
+    return fl_bucket(fl, t->cx0 + (k & (t->cw - 1)), t->cy0 + (k >> (t->cw - 1)), t->in - 1);
 }
 
 static inline float fl_clamp(float v)
@@ -62,7 +60,15 @@ void qg_fat_reset(qg_fat_layer *fl)
     fl->count = 0;
     fl->crowded = 0;
     fl->age = 0;
+    fl->top = 0;
     memset(fl->filed, 0, sizeof fl->filed);
+}
+
+/// Position p's busy byte, from its entry.
+static inline void fl_touch(qg_fat_layer *fl, int32_t p)
+{
+    const qg_fat_entry *t = &fl->entry[p];
+    fl->busy[p] = !t->in || t->npart != 0;
 }
 
 /* ---- the grid ----------------------------------------------------------- */
@@ -88,6 +94,8 @@ static void fl_file(qg_fat_layer *fl, int32_t p)
             *head = p * 4 + k;
         }
         fl->filed[level]++;
+        if (level >= fl->top)
+            fl->top = level + 1;
         return;
     }
     t->in = QG_FAT_HUGE;
@@ -120,7 +128,9 @@ static void fl_unfile(qg_fat_layer *fl, int32_t p)
         int32_t *link = fl_link_to(fl, &fl->heads[fl_bucket_of(fl, t, k)], p * 4 + k);
         *link = t->next[k];
     }
-    fl->filed[t->in - 1]--;
+    if (--fl->filed[t->in - 1] == 0 && t->in == fl->top)
+        while (fl->top > 0 && fl->filed[fl->top - 1] == 0)
+            fl->top--;
 }
 
 typedef bool fl_visit_fn(int32_t q, void *ctx);
@@ -130,7 +140,7 @@ static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *c
 {
     const qg_fat_layer *fl = &e->fl;
     fl_range ranges[QG_FAT_LEVELS];
-    for (int level = 0; level < QG_FAT_LEVELS; ++level) {
+    for (int level = 0; level < fl->top; ++level) {
         if (fl->filed[level] == 0)
             continue;
         const fl_range a = ranges[level] = fl_range_of(fl, area, level);
@@ -147,7 +157,7 @@ static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *c
         }
         return true;
     }
-    for (int level = 0; level < QG_FAT_LEVELS; ++level) {
+    for (int level = 0; level < fl->top; ++level) {
         if (fl->filed[level] == 0)
             continue;
         const fl_range a = ranges[level];
@@ -159,7 +169,7 @@ static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *c
                     id = t->next[k];
                     // Another cell or level of the bucket, or not the first
                     // cell the entry and the area share (visited there).
-                    if (t->in != level + 1 || t->cx0 + k % t->cw != x || t->cy0 + k / t->cw != y)
+                    if (t->in != level + 1 || t->cx0 + (k & (t->cw - 1)) != x || t->cy0 + (k >> (t->cw - 1)) != y)
                         continue;
                     if ((a.x0 > t->cx0 ? a.x0 : t->cx0) != x || (a.y0 > t->cy0 ? a.y0 : t->cy0) != y)
                         continue;
@@ -182,7 +192,9 @@ static bool fl_search(const qg_engine *e, qg_rect area, fl_visit_fn *fn, void *c
 }
 
 /// The finest cell: a power of two at least the mean extent of the fat
-/// boxes (the boxes', doubled, before they have any) and a quarter of the
+/// boxes (the boxes', doubled, before they have any), so most cover at most
+/// 2x2 cells of the finest level (`level` at 100,000: 1 to 4 cells and
+/// about 6 entries a search), and a quarter of the
 /// spacing of n elements spread evenly over their bounds (so points and
 /// tiny boxes do not share one cell). Larger fat boxes go up a level.
 static void fl_choose_cell(qg_fat_layer *fl, const qg_engine *e)
@@ -234,7 +246,8 @@ void qg_fat_layout(qg_engine *e, int32_t admitting)
         const float old_cell = fl->cell;
         fl_choose_cell(fl, e);
         due |= fl->cell != old_cell;
-        fl->age = 0;
+        // Chosen from boxes without fat boxes yet: again once they have some.
+        fl->age = fl->count < e->dyn_count / 2 ? FL_RELAYOUT - 16 : 0;
     }
     if (!due)
         return;
@@ -244,6 +257,7 @@ void qg_fat_layout(qg_engine *e, int32_t admitting)
         fl->heads[b] = -1;
     fl->huge = -1;
     fl->huges = 0;
+    fl->top = 0;
     memset(fl->filed, 0, sizeof fl->filed);
     for (int32_t p = 0; p < e->dyn_count; ++p)
         if (fl->entry[p].in)
@@ -252,14 +266,16 @@ void qg_fat_layout(qg_engine *e, int32_t admitting)
 
 /* ---- partners ----------------------------------------------------------- */
 
-/// Takes handle h off entry t's list (if it is there).
-static void fl_unlist(qg_fat_entry *t, qg_handle h)
+/// Takes handle h off position q's list (if it is there).
+static void fl_unlist(qg_fat_layer *fl, int32_t q, qg_handle h)
 {
+    qg_fat_entry *t = &fl->entry[q];
     if (t->npart == QG_FAT_CROWDED)
         return;
     for (int32_t k = 0; k < t->npart; ++k) {
         if (t->part[k] == h) {
             t->part[k] = t->part[--t->npart];
+            fl_touch(fl, q);
             return;
         }
     }
@@ -280,6 +296,7 @@ static void fl_list(qg_fat_layer *fl, int32_t q, qg_handle h)
         return;
     }
     t->part[t->npart++] = h;
+    fl->busy[q] = 1;
 }
 
 /// p's listed partners forget it; its list empties.
@@ -294,9 +311,10 @@ static void fl_forget(qg_engine *e, int32_t p)
     for (int32_t k = 0; k < n; ++k) {
         const qg_handle g = t->part[k];
         if (e->flags[g] & QG_F_FAT)
-            fl_unlist(&fl->entry[e->dyn_pos[g]], h);
+            fl_unlist(fl, e->dyn_pos[g], h);
     }
     t->npart = 0;
+    fl_touch(fl, p);
 }
 
 typedef struct fl_gather {
@@ -330,10 +348,12 @@ static void fl_partner(qg_engine *e, int32_t p)
         for (int32_t k = 0; k < QG_FAT_PARTS; ++k)
             t->part[k] = e->dyn[g.found[k]];
         fl->crowded++;
+        fl->busy[p] = 1;
         return;
     }
     const qg_handle h = e->dyn[p];
     t->npart = (uint8_t)g.n;
+    fl_touch(fl, p);
     for (int32_t k = 0; k < g.n; ++k) {
         t->part[k] = e->dyn[g.found[k]];
         fl_list(fl, g.found[k], h);
@@ -382,7 +402,7 @@ void qg_fat_leave(qg_engine *e, int32_t p)
     qg_fat_layer *fl = &e->fl;
     fl_forget(e, p);
     fl_unfile(fl, p);
-    fl->entry[p].in = 0;
+    qg_fat_out(fl, p);
     fl->count--;
 }
 
@@ -409,6 +429,7 @@ void qg_fat_moved_pos(qg_engine *e, int32_t from, int32_t to)
     if (in)
         fl_unfile(fl, from);
     fl->entry[to] = fl->entry[from];
+    fl->busy[to] = fl->busy[from];
     fl->entry[from].in = 0;
     if (in)
         fl_file(fl, to);
@@ -454,6 +475,15 @@ bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, c
     fl_pair_ctx c = {e, filters, fn, user, {0, 0, 0, 0}, 0, -1, false};
     int64_t tested = 0;
     for (int32_t p = b; p < end; ++p) {
+        // Eight idle positions at a time (busy has 8 bytes of room past the end).
+        uint64_t word;
+        memcpy(&word, fl->busy + p, sizeof word);
+        if (word == 0) {
+            p += 7;
+            continue;
+        }
+        if (!fl->busy[p])
+            continue;
         const qg_fat_entry *t = &fl->entry[p];
         const qg_handle h = e->dyn[p];
         if (t->in && t->npart != QG_FAT_CROWDED) {
@@ -534,9 +564,14 @@ bool qg_fat_validate(const qg_engine *e)
     int32_t count = 0, crowded = 0, cells = 0, huges = 0, filed[QG_FAT_LEVELS] = {0};
     if (fl->count > 0 && (!fl->built || (int64_t)fl->mask + 1 > fl->heads_cap))
         return false;
+    for (int32_t p = e->dyn_count; p < fl->busy_cap; ++p)
+        if (fl->busy[p])
+            return false;
     for (int32_t p = 0; p < e->dyn_count; ++p) {
         const qg_fat_entry *t = &fl->entry[p];
         const qg_handle h = e->dyn[p];
+        if (fl->busy[p] != (!t->in || t->npart != 0))
+            return false;
         if (!t->in) {
             if (e->flags[h] & QG_F_FAT)
                 return false;

@@ -68,6 +68,11 @@ typedef struct qg_fat_entry {
 typedef struct qg_fat_layer {
     qg_fat_entry *entry; ///< per dynamic position (the engine's dyn[])
     int32_t entry_cap;
+    /// Per position: 1 when a frame's pairs have work there (in the kind,
+    /// partners listed, or crowded), so the pair loop skips the rest eight
+    /// at a time. Capacity: positions + 8.
+    uint8_t *busy;
+    int32_t busy_cap;
     int32_t *heads;      ///< bucket heads; heads[0..mask] in use
     int32_t heads_cap;
     uint32_t mask;
@@ -75,6 +80,7 @@ typedef struct qg_fat_layer {
     float cell;          ///< the finest level's
     double inv[QG_FAT_LEVELS]; ///< 1 / each level's cell
     int32_t filed[QG_FAT_LEVELS]; ///< entries on each level
+    int32_t top;         ///< levels in use: 1 + the highest with entries (0: none)
     int32_t huge;        ///< first huge entry (linked by next[0]), -1: none
     int32_t huges;
     int32_t count;       ///< elements in the layer
@@ -86,6 +92,12 @@ struct qg_engine;
 
 /// Resets the layer to empty (its arrays kept).
 void qg_fat_reset(qg_fat_layer *fl);
+/// Position p holds an element of the kind (not of the layer).
+static inline void qg_fat_out(qg_fat_layer *fl, int32_t p)
+{
+    fl->entry[p].in = 0;
+    fl->busy[p] = 1;
+}
 /// Position p (the engine's dyn[p], box box[p]) enters the layer; the grid
 /// must be laid out (qg_fat_layout) with room.
 void qg_fat_admit(struct qg_engine *e, int32_t p);
