@@ -68,7 +68,7 @@ void qg_fat_reset(qg_fat_layer *fl)
 static inline void fl_touch(qg_fat_layer *fl, int32_t p)
 {
     const qg_fat_entry *t = &fl->entry[p];
-    fl->busy[p] = !t->in || t->npart != 0;
+    fl->busy[p] = !t->in || t->npart == QG_FAT_CROWDED ? QG_FAT_SEARCH : t->npart != 0 ? QG_FAT_LISTED : 0;
 }
 
 /* ---- the grid ----------------------------------------------------------- */
@@ -266,14 +266,14 @@ void qg_fat_layout(qg_engine *e, int32_t admitting)
 
 /* ---- partners ----------------------------------------------------------- */
 
-/// Takes handle h off position q's list (if it is there).
-static void fl_unlist(qg_fat_layer *fl, int32_t q, qg_handle h)
+/// Takes position p off position q's list (if it is there).
+static void fl_unlist(qg_fat_layer *fl, int32_t q, int32_t p)
 {
     qg_fat_entry *t = &fl->entry[q];
     if (t->npart == QG_FAT_CROWDED)
         return;
     for (int32_t k = 0; k < t->npart; ++k) {
-        if (t->part[k] == h) {
+        if (t->part[k] == p) {
             t->part[k] = t->part[--t->npart];
             fl_touch(fl, q);
             return;
@@ -281,22 +281,22 @@ static void fl_unlist(qg_fat_layer *fl, int32_t q, qg_handle h)
     }
 }
 
-/// Lists handle h on position q's entry; a full list makes it crowded.
-static void fl_list(qg_fat_layer *fl, int32_t q, qg_handle h)
+/// Lists position p on position q's entry; a full list makes q crowded.
+static void fl_list(qg_fat_layer *fl, int32_t q, int32_t p)
 {
     qg_fat_entry *t = &fl->entry[q];
     if (t->npart == QG_FAT_CROWDED)
         return;
     for (int32_t k = 0; k < t->npart; ++k)
-        if (t->part[k] == h)
+        if (t->part[k] == p)
             return;
     if (t->npart == QG_FAT_PARTS) {
         t->npart = QG_FAT_CROWDED; // its full list stays, for fl_forget
         fl->crowded++;
-        return;
+    } else {
+        t->part[t->npart++] = p;
     }
-    t->part[t->npart++] = h;
-    fl->busy[q] = 1;
+    fl_touch(fl, q);
 }
 
 /// p's listed partners forget it; its list empties.
@@ -306,12 +306,11 @@ static void fl_forget(qg_engine *e, int32_t p)
     qg_fat_entry *t = &fl->entry[p];
     const bool crowded = t->npart == QG_FAT_CROWDED;
     const int32_t n = crowded ? QG_FAT_PARTS : t->npart;
-    const qg_handle h = e->dyn[p];
     fl->crowded -= crowded;
     for (int32_t k = 0; k < n; ++k) {
-        const qg_handle g = t->part[k];
-        if (e->flags[g] & QG_F_FAT)
-            fl_unlist(fl, e->dyn_pos[g], h);
+        const int32_t q = t->part[k];
+        if (q < e->dyn_count && fl->entry[q].in)
+            fl_unlist(fl, q, p);
     }
     t->npart = 0;
     fl_touch(fl, p);
@@ -346,17 +345,16 @@ static void fl_partner(qg_engine *e, int32_t p)
         // kept only so fl_forget may take it off their lists.
         t->npart = QG_FAT_CROWDED;
         for (int32_t k = 0; k < QG_FAT_PARTS; ++k)
-            t->part[k] = e->dyn[g.found[k]];
+            t->part[k] = g.found[k];
         fl->crowded++;
-        fl->busy[p] = 1;
+        fl_touch(fl, p);
         return;
     }
-    const qg_handle h = e->dyn[p];
     t->npart = (uint8_t)g.n;
     fl_touch(fl, p);
     for (int32_t k = 0; k < g.n; ++k) {
-        t->part[k] = e->dyn[g.found[k]];
-        fl_list(fl, g.found[k], h);
+        t->part[k] = g.found[k];
+        fl_list(fl, g.found[k], p);
     }
 }
 
@@ -431,8 +429,39 @@ void qg_fat_moved_pos(qg_engine *e, int32_t from, int32_t to)
     fl->entry[to] = fl->entry[from];
     fl->busy[to] = fl->busy[from];
     fl->entry[from].in = 0;
-    if (in)
-        fl_file(fl, to);
+    if (!in)
+        return;
+    fl_file(fl, to);
+    // Its partners list it by position: `from` becomes `to` (dropped where
+    // `to` is listed already, a leftover of the element that left it).
+    qg_fat_entry *t = &fl->entry[to];
+    for (int32_t k = 0; t->npart != QG_FAT_CROWDED && k < t->npart;) {
+        if (t->part[k] == to || t->part[k] == from)
+            t->part[k] = t->part[--t->npart]; // itself, by either position
+        else
+            ++k;
+    }
+    fl_touch(fl, to);
+    const int32_t n = t->npart == QG_FAT_CROWDED ? QG_FAT_PARTS : t->npart;
+    for (int32_t k = 0; k < n; ++k) {
+        const int32_t q = t->part[k];
+        if (q >= e->dyn_count || !fl->entry[q].in || fl->entry[q].npart == QG_FAT_CROWDED)
+            continue;
+        qg_fat_entry *u = &fl->entry[q];
+        bool has_to = false;
+        for (int32_t j = 0; j < u->npart; ++j)
+            has_to |= u->part[j] == to;
+        for (int32_t j = 0; j < u->npart; ++j) {
+            if (u->part[j] == from) {
+                if (has_to)
+                    u->part[j] = u->part[--u->npart];
+                else
+                    u->part[j] = to;
+                fl_touch(fl, q);
+                break;
+            }
+        }
+    }
 }
 
 /* ---- pairs and queries -------------------------------------------------- */
@@ -455,8 +484,8 @@ static bool fl_pair_visit(int32_t q, void *ctx)
     if (q == c->self)
         return true;
     const qg_handle g = e->dyn[q];
-    if (c->crowded && e->fl.entry[q].npart == QG_FAT_CROWDED && g < c->h)
-        return true; // g's own search reports it
+    if (c->crowded && e->fl.busy[q] == QG_FAT_SEARCH && q < c->self)
+        return true; // q's own search reports it
     if (!qg_overlaps(e->dbox[q], c->box))
         return true;
     if (c->filters != NULL) {
@@ -482,26 +511,28 @@ bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, c
             p += 7;
             continue;
         }
-        if (!fl->busy[p])
+        const uint8_t busy = fl->busy[p];
+        if (busy == 0)
             continue;
         const qg_fat_entry *t = &fl->entry[p];
         const qg_handle h = e->dyn[p];
-        if (t->in && t->npart != QG_FAT_CROWDED) {
-            // The list: each pair reported by its smaller handle.
+        if (busy == QG_FAT_LISTED) {
+            // The list: each pair reported by its smaller position (both
+            // list it); a partner that searches reports its own.
             for (int32_t k = 0; k < t->npart; ++k) {
-                const qg_handle g = t->part[k];
-                if (g < h || !(e->flags[g] & QG_F_FAT))
+                const int32_t q = t->part[k];
+                if (q <= p || fl->busy[q] != QG_FAT_LISTED)
                     continue;
-                const int32_t q = e->dyn_pos[g];
                 tested++;
-                if (fl->entry[q].npart == QG_FAT_CROWDED || !qg_overlaps(e->dbox[q], e->dbox[p]))
+                if (!qg_overlaps(e->dbox[q], e->dbox[p]))
                     continue;
+                const qg_handle g = e->dyn[q];
                 if (filters != NULL) {
                     const qg_filter fa = filters[h], fb = filters[g];
                     if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
                         continue;
                 }
-                if (!fn(h, g, user)) {
+                if (!qg_report_pair(fn, user, h, g)) {
                     stats->elements_tested += tested;
                     return false;
                 }
@@ -570,7 +601,7 @@ bool qg_fat_validate(const qg_engine *e)
     for (int32_t p = 0; p < e->dyn_count; ++p) {
         const qg_fat_entry *t = &fl->entry[p];
         const qg_handle h = e->dyn[p];
-        if (fl->busy[p] != (!t->in || t->npart != 0))
+        if (fl->busy[p] != (!t->in || t->npart == QG_FAT_CROWDED ? QG_FAT_SEARCH : t->npart != 0 ? QG_FAT_LISTED : 0))
             return false;
         if (!t->in) {
             if (e->flags[h] & QG_F_FAT)
@@ -605,10 +636,13 @@ bool qg_fat_validate(const qg_engine *e)
         }
         if (t->npart > QG_FAT_PARTS)
             return false;
-        for (int32_t k = 0; k < t->npart; ++k)
+        for (int32_t k = 0; k < t->npart; ++k) {
+            if (t->part[k] == p)
+                return false;
             for (int32_t j = k + 1; j < t->npart; ++j)
                 if (t->part[k] == t->part[j])
                     return false;
+        }
     }
     if (count != fl->count || crowded != fl->crowded || huges != fl->huges ||
         memcmp(filed, fl->filed, sizeof filed) != 0)
@@ -647,7 +681,7 @@ bool qg_fat_validate(const qg_engine *e)
                 continue;
             bool listed = false;
             for (int32_t k = 0; k < t->npart && !listed; ++k)
-                listed = t->part[k] == e->dyn[q];
+                listed = t->part[k] == q;
             if (!listed)
                 return false;
         }

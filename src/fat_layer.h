@@ -52,6 +52,10 @@
 #define QG_FAT_BUCKETS 4
 /// Levels of cells, 4x apart (the coarsest 4^7 = 16384 times the finest).
 #define QG_FAT_LEVELS 8
+/// busy: a listed element (it has partners) and a searching one (crowded,
+/// or in the kind).
+#define QG_FAT_LISTED 1
+#define QG_FAT_SEARCH 2
 /// `in` of an entry on the huge list.
 #define QG_FAT_HUGE (QG_FAT_LEVELS + 1)
 
@@ -62,15 +66,16 @@ typedef struct qg_fat_entry {
     uint8_t cw, ch;    ///< cells covered across and down (cw * ch <= 4)
     uint8_t npart;     ///< partners listed, or QG_FAT_CROWDED
     uint8_t in;        ///< 0: not in the layer; its level + 1; or QG_FAT_HUGE
-    qg_handle part[QG_FAT_PARTS];
+    int32_t part[QG_FAT_PARTS]; ///< the partners' positions
 } qg_fat_entry;
 
 typedef struct qg_fat_layer {
     qg_fat_entry *entry; ///< per dynamic position (the engine's dyn[])
     int32_t entry_cap;
-    /// Per position: 1 when a frame's pairs have work there (in the kind,
-    /// partners listed, or crowded), so the pair loop skips the rest eight
-    /// at a time. Capacity: positions + 8.
+    /// Per position: what a frame's pairs do there: 0 nothing,
+    /// QG_FAT_LISTED its list, QG_FAT_SEARCH a search of the grid (crowded,
+    /// or in the kind). The pair loop skips idle ones eight at a time.
+    /// Capacity: positions + 8.
     uint8_t *busy;
     int32_t busy_cap;
     int32_t *heads;      ///< bucket heads; heads[0..mask] in use
@@ -96,7 +101,7 @@ void qg_fat_reset(qg_fat_layer *fl);
 static inline void qg_fat_out(qg_fat_layer *fl, int32_t p)
 {
     fl->entry[p].in = 0;
-    fl->busy[p] = 1;
+    fl->busy[p] = QG_FAT_SEARCH;
 }
 /// Position p (the engine's dyn[p], box box[p]) enters the layer; the grid
 /// must be laid out (qg_fat_layout) with room.
