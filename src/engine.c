@@ -337,7 +337,7 @@ static qg_status fat_to_kind(qg_index *index, qg_handle h, qg_rect box)
     }
     qg_fat_leave(e, p);
     e->flags[h] &= (uint8_t)~QG_F_FAT;
-    e->dbox[p] = box;
+    qg_rect_store(&e->dbox[p], box);
     if (qg_cache_left(e->fat[p], box))
         qg_engine_mark_stale(e, p);
     index->count++;
@@ -351,7 +351,7 @@ qg_status qg_engine_move_fat_slow(qg_index *index, qg_handle h, qg_rect box)
         return QG_OK;
     const int32_t p = e->dyn_pos[h];
     const qg_rect old = e->dbox[p];
-    e->dbox[p] = box;
+    qg_rect_store(&e->dbox[p], box);
     if (!qg_rect_inside(box, e->fl.entry[p].fat))
         qg_fat_refit(e, p, old);
     if (qg_cache_left(e->fat[p], box))

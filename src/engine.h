@@ -157,7 +157,7 @@ static inline void qg_engine_moved(qg_index *index, qg_handle h, qg_rect box)
         e->flags[h] |= QG_F_MOVED;
     else if (e->cache != NULL) {
         const int32_t p = e->dyn_pos[h];
-        e->dbox[p] = box;
+        qg_rect_store(&e->dbox[p], box);
         if (qg_cache_left(e->fat[p], box))
             qg_engine_mark_stale(e, p);
     } else if (e->layer.live > 0) {

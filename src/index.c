@@ -198,22 +198,40 @@ qg_status qg_remove(qg_index *index, qg_handle handle)
     return QG_OK;
 }
 
-/// qg_move's every case but the fast one (out of line, so the fast one
-/// needs no stack frame).
-static qg_status move_general(qg_index *index, qg_handle handle, qg_rect box)
+/// qg_move of an element the kind does not hold: out of line, so the
+/// kind's path keeps its shape (`agents` measured it: a check ahead of it
+/// cost 2-5% there).
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
+{
+    if (!qg_handle_live(index, handle))
+        return QG_ERR_HANDLE;
+    qg_engine *e = index->engine;
+    if (e->flags[handle] & QG_F_FAT) {
+        // The common case: an element of the fat layer (a level's agent)
+        // that stays inside its fat box. Inside a finite box, the new box is
+        // finite and not NaN; its order is checked here.
+        const int32_t p = e->dyn_pos[handle];
+        if (qg_rect_inside(box, e->fl.entry[p].fat) && box.min_x <= box.max_x && box.min_y <= box.max_y &&
+            e->layer.live > 0) {
+            qg_rect_store(&e->dbox[p], box);
+            if (qg_cache_left(e->fat[p], box))
+                qg_engine_mark_stale(e, p);
+            return QG_OK;
+        }
+        return box_valid(box) ? qg_engine_move_fat_slow(index, handle, box) : QG_ERR_INVALID;
+    }
+    return box_valid(box) ? qg_engine_move_layer(index, handle, box) : QG_ERR_INVALID;
+}
+
+qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
 {
     if (index == NULL)
         return QG_ERR_INVALID;
-    if (!qg_slot_live(index, handle)) {
-        if (!qg_handle_live(index, handle))
-            return QG_ERR_HANDLE;
-        // The engine holds it: the fat layer or the static one.
-        if (!box_valid(box))
-            return QG_ERR_INVALID;
-        if (index->engine->flags[handle] & QG_F_FAT)
-            return qg_engine_move_fat_slow(index, handle, box);
-        return qg_engine_move_layer(index, handle, box);
-    }
+    if (!qg_slot_live(index, handle))
+        return move_engine(index, handle, box);
     if (!box_valid(box))
         return QG_ERR_INVALID;
     qg_txn txn;
@@ -224,26 +242,6 @@ static qg_status move_general(qg_index *index, qg_handle handle, qg_rect box)
     else if (index->engine != NULL)
         qg_engine_moved(index, handle, box);
     return s;
-}
-
-qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
-{
-    // The fast case: an element of the fat layer (a level's agent) that
-    // stays inside its fat box (most moves). Inside a finite box, the new
-    // box is finite and not NaN; its order is checked here.
-    if (index != NULL && index->engine != NULL && (uint32_t)handle < (uint32_t)index->box_high) {
-        qg_engine *e = index->engine;
-        if ((e->flags[handle] & QG_F_FAT) && e->layer.live > 0) {
-            const int32_t p = e->dyn_pos[handle];
-            if (qg_rect_inside(box, e->fl.entry[p].fat) && box.min_x <= box.max_x && box.min_y <= box.max_y) {
-                e->dbox[p] = box;
-                if (qg_cache_left(e->fat[p], box))
-                    qg_engine_mark_stale(e, p);
-                return QG_OK;
-            }
-        }
-    }
-    return move_general(index, handle, box);
 }
 
 qg_status qg_get(const qg_index *index, qg_handle handle, qg_rect *box)

@@ -209,6 +209,17 @@ static inline unsigned qg_overlaps4(qg_box4 b, const float *x0, const float *y0,
 }
 #endif
 
+/// *dst = r without the spill and 16-byte reload a struct copy of a box
+/// passed by value compiles to (see qg_rect_vec).
+static inline void qg_rect_store(qg_rect *dst, qg_rect r)
+{
+#if defined(__SSE2__)
+    _mm_storeu_ps(&dst->min_x, qg_rect_vec(r));
+#else
+    *dst = r;
+#endif
+}
+
 /// True when `inner` lies inside `outer` (closed; false when a coordinate
 /// of either is NaN). Every move runs it (the engine's fat box), as one
 /// vector compare each way.
