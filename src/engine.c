@@ -697,6 +697,92 @@ void qg_engine_moved_many(qg_index *index, const qg_jobs *jobs, const qg_handle 
         e->any_stale |= t.stale[p];
 }
 
+bool qg_engine_all_fat(const qg_index *index, const qg_handle *handles, int32_t n)
+{
+    const qg_engine *e = index->engine;
+    if (e->fl.count < n || e->layer.live == 0)
+        return false;
+    for (int32_t i = 0; i < n; ++i)
+        if (!(e->flags[handles[i]] & QG_F_FAT))
+            return false;
+    return true;
+}
+
+typedef struct fat_many_task {
+    qg_index *index;
+    const qg_handle *handles;
+    const qg_rect *boxes;
+    int32_t *out; ///< per part, from its first move on: the moves that leave their fat boxes
+    int32_t n, parts;
+    struct {
+        int32_t out;
+        bool stale;
+        uint8_t pad[64 - sizeof(int32_t) - sizeof(bool)];
+    } part[QG_CHECK_PARTS];
+} fat_many_task;
+
+/// The moves that stay inside their fat boxes, stored (distinct handles:
+/// only the stale bitmap's words are shared); the others noted.
+static void fat_many_part(int32_t begin, int32_t end, int32_t worker, void *context)
+{
+    (void)worker;
+    fat_many_task *t = context;
+    qg_engine *e = t->index->engine;
+    for (int32_t part = begin; part < end; ++part) {
+        int64_t i0, i1;
+        qg_part_range(t->n, part, t->parts, &i0, &i1);
+        int32_t out = 0;
+        bool stale = false;
+        for (int64_t i = i0; i < i1; ++i) {
+            const qg_rect box = t->boxes[i];
+            const int32_t p = e->dyn_pos[t->handles[i]];
+            if (!qg_rect_inside(box, e->fl.entry[p].fat)) {
+                t->out[i0 + out++] = (int32_t)i;
+                continue;
+            }
+            qg_rect_store(&e->dbox[p], box);
+            if (qg_cache_left(e->fat[p], box)) {
+                __atomic_fetch_or(&e->stale[p >> 6], (uint64_t)1 << (p & 63), __ATOMIC_RELAXED);
+                stale = true;
+            }
+        }
+        t->part[part].out = out;
+        t->part[part].stale = stale;
+    }
+}
+
+qg_status qg_engine_move_many_fat(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                  const qg_rect *boxes, int32_t n)
+{
+    qg_engine *e = index->engine;
+    const size_t bytes = sizeof(fat_many_task) + (size_t)n * sizeof(int32_t);
+    fat_many_task *t = qg_mem_alloc(&index->alloc, bytes);
+    if (t == NULL)
+        return QG_ERR_NOMEM;
+    t->index = index;
+    t->handles = handles;
+    t->boxes = boxes;
+    t->out = (int32_t *)(t + 1);
+    t->n = n;
+    t->parts = 1;
+    if (jobs != NULL && n >= 4096)
+        t->parts = jobs->worker_count < QG_CHECK_PARTS ? jobs->worker_count : QG_CHECK_PARTS;
+    qg_jobs_run(t->parts > 1 ? jobs : NULL, fat_many_part, t->parts, t);
+    // The moves out of their fat boxes file them anew, on this thread (they
+    // share the grid and the partner lists), in batch order.
+    for (int32_t part = 0; part < t->parts; ++part) {
+        int64_t i0, i1;
+        qg_part_range(n, part, t->parts, &i0, &i1);
+        e->any_stale |= t->part[part].stale;
+        for (int32_t k = 0; k < t->part[part].out; ++k) {
+            const int32_t i = t->out[i0 + k];
+            (void)qg_engine_move_fat_slow(index, handles[i], boxes[i]); // no allocation: cannot fail here
+        }
+    }
+    qg_mem_free(&index->alloc, t, bytes);
+    return QG_OK;
+}
+
 void qg_engine_clear(qg_index *index)
 {
     qg_engine *e = index->engine;

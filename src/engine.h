@@ -169,6 +169,14 @@ void qg_engine_moved_many(qg_index *index, const qg_jobs *jobs, const qg_handle 
 /// True when some handle of the batch is static or in the fat layer (the
 /// batch then runs one move at a time through qg_move's path).
 bool qg_engine_any_static(const qg_index *index, const qg_handle *handles, int32_t n);
+/// True when every handle of the batch is in the fat layer (and the index
+/// has static elements): qg_engine_move_many_fat runs it.
+bool qg_engine_all_fat(const qg_index *index, const qg_handle *handles, int32_t n);
+/// qg_move_many of checked moves of fat layer elements: the moves that stay
+/// inside their fat boxes on the workers, the others after, on this thread.
+/// QG_ERR_NOMEM (its scratch) changes nothing.
+qg_status qg_engine_move_many_fat(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
+                                  const qg_rect *boxes, int32_t n);
 void qg_engine_cleanup(qg_index *index, const qg_jobs *jobs);
 void qg_engine_clear(qg_index *index);
 void qg_engine_destroy(qg_index *index);

@@ -694,6 +694,8 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
     qg_mem_free(&index->alloc, t, sizeof *t);
     if (status != QG_OK)
         return status;
+    if (index->engine != NULL && qg_engine_all_fat(index, handles, n))
+        return qg_engine_move_many_fat(index, jobs, handles, boxes, n);
     if (index->engine != NULL && qg_engine_any_static(index, handles, n))
         return move_many_serial(index, handles, boxes, n);
     if (index->klass->move_many == NULL)
