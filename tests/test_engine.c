@@ -600,6 +600,97 @@ static void test_level(void **state)
     }
 }
 
+/* The fat layer (src/fat_layer.h): the dynamic elements of an index with
+ * static ones, held by the engine. A crowd with walls: mixed sizes from
+ * random_box (points, a coincident pile that crowds the partner lists, huge
+ * boxes on the upper levels and the huge list, boxes far outside), moved a
+ * frame at a time by qg_move_many (every handle in the layer: its batch
+ * path) and by qg_move, steady steps and teleports, qg_cleanup skipped one
+ * frame in four (exact between cleanups); then every wall removed (the
+ * elements go back to the kind as they move), and walls again (back to the
+ * layer). Against the model: pairs, parallel pairs, queries, rays, nearest,
+ * events, qg_validate (the partner invariant included). */
+static void test_fat_layer(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    const uint64_t seed = tu_env_seed(0xFA71A7u + (uint64_t)g_kind);
+    printf("engine fat layer: kind %s seed %llu\n", qg_kind_name(g_kind), (unsigned long long)seed);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    model *m = calloc(1, sizeof *m);
+    qg_config cfg = kind_config();
+    qg_index *ix = NULL;
+    assert_int_equal(qg_create(&cfg, &ix), QG_OK);
+    qg_handle walls[8];
+    const qg_rect wall_box[8] = {tu_rect(-20, -20, 720, -10), tu_rect(-20, 710, 720, 720),
+                                 tu_rect(-20, -20, -10, 720), tu_rect(710, -20, 720, 720),
+                                 tu_rect(96, 96, 112, 112),   tu_rect(300, 0, 316, 400),
+                                 tu_rect(0, 300, 400, 316),   tu_rect(500, 500, 516, 516)};
+    enum { CROWD = 1200 };
+    qg_handle crowd[CROWD];
+    qg_rect bs[CROWD];
+    for (int i = 0; i < CROWD; i++) {
+        const qg_rect b = random_box(&r);
+        crowd[i] = qg_insert(ix, b);
+        assert_true(crowd[i] >= 0);
+        model_add(m, crowd[i], b);
+    }
+    const qg_jobs jobs = {3, reverse_run, NULL};
+    for (int phase = 0; phase < 3; phase++) {
+        if (phase != 1) {
+            for (int w = 0; w < 8; w++) {
+                walls[w] = qg_insert(ix, wall_box[w]);
+                model_add(m, walls[w], wall_box[w]);
+                assert_int_equal(qg_set_static(ix, walls[w], true), QG_OK);
+                m->stat[walls[w]] = true;
+            }
+        } else {
+            for (int w = 0; w < 8; w++) {
+                assert_int_equal(qg_remove(ix, walls[w]), QG_OK);
+                model_remove(m, walls[w]);
+            }
+        }
+        qg_cleanup(ix);
+        for (int frame = 0; frame < (int)tu_scaled(24); frame++) {
+            for (int i = 0; i < CROWD; i++) {
+                const qg_rect o = m->box[crowd[i]];
+                if (tu_rng_chance(&r, 0.02)) {
+                    bs[i] = random_box(&r);
+                } else {
+                    const float dx = tu_rng_range(&r, -2, 3), dy = tu_rng_range(&r, -1, 1);
+                    bs[i] = tu_rect(o.min_x + dx, o.min_y + dy, o.max_x + dx, o.max_y + dy);
+                }
+            }
+            if (frame % 3 != 2) {
+                assert_int_equal(qg_move_many(ix, frame % 2 ? &jobs : NULL, crowd, bs, CROWD), QG_OK);
+            } else {
+                for (int i = 0; i < CROWD; i++)
+                    assert_int_equal(qg_move(ix, crowd[i], bs[i]), QG_OK);
+            }
+            for (int i = 0; i < CROWD; i++)
+                m->box[crowd[i]] = bs[i];
+            if (frame % 4 != 3)
+                qg_cleanup(ix);
+            if (frame % 6 == 5 || frame < 2) {
+                check_all(ix, m, &r, seed, phase * 1000 + frame);
+                check_events(ix, m, seed, phase * 1000 + frame);
+            }
+        }
+        /* Bad moves change nothing, in the layer as in the kind. */
+        qg_rect nan_box = m->box[crowd[0]];
+        nan_box.max_x = NAN;
+        assert_int_equal(qg_move(ix, crowd[0], nan_box), QG_ERR_INVALID);
+        const qg_rect flipped = tu_rect(m->box[crowd[1]].max_x + 1, m->box[crowd[1]].min_y, m->box[crowd[1]].min_x,
+                                        m->box[crowd[1]].max_y);
+        assert_int_equal(qg_move(ix, crowd[1], flipped), QG_ERR_INVALID);
+        check_all(ix, m, &r, seed, phase * 1000 + 999);
+    }
+    qg_destroy(ix);
+    free(m->prev);
+    free(m);
+}
+
 /* The moving elements' caches of static items (src/static_cache.h) through
  * their life, against the model every frame: made at the first move after
  * the layer fills, refilled as movers leave their fat boxes (steady
@@ -934,6 +1025,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_differential),
         cmocka_unit_test(test_level),
         cmocka_unit_test(test_cache_upkeep),
+        cmocka_unit_test(test_fat_layer),
         cmocka_unit_test(test_oom),
     };
     return tu_run_kind_tests("engine", g_kind, tests);
