@@ -184,7 +184,7 @@ static void shrink_cache(qg_engine *e, qg_alloc *a)
     shrink_array(a, (void **)&e->fl.busy, &e->fl.busy_cap, 1, target + 8);
     shrink_array(a, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * target);
     if (e->fl.built && (int64_t)e->fl.mask + 1 > e->fl.heads_cap)
-        qg_fat_layout(e, 0); // fewer buckets: filed again
+        qg_fat_layout(e); // fewer buckets: filed again
     shrink_array(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), words);
     shrink_array(a, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * words);
 }
@@ -591,7 +591,7 @@ static void refill_caches(qg_index *index, const qg_jobs *jobs)
 static void fat_admit_all(qg_index *index)
 {
     qg_engine *e = index->engine;
-    qg_fat_layout(e, e->dyn_count - e->fl.count);
+    qg_fat_layout(e);
     for (int32_t p = 0; p < e->dyn_count; ++p) {
         if (e->fl.entry[p].in)
             continue;
@@ -637,7 +637,7 @@ void qg_engine_cleanup(qg_index *index, const qg_jobs *jobs)
             fat_admit_all(index);
     }
     if (e->fl.count > 0)
-        qg_fat_layout(e, 0);
+        qg_fat_layout(e);
     if (e->pending == 0 && e->layer.next_items != NULL)
         release_rebuild(index);
     if (e->pending == 0 && e->layer.live == 0 && e->cache != NULL && e->fl.count == 0)
@@ -1055,6 +1055,7 @@ void qg_engine_stats(const qg_index *index, qg_stats *stats)
 
 void qg_engine_visit(const qg_index *index, qg_visit_fn *fn, void *user)
 {
+    qg_fat_visit(index->engine, fn, user);
     const qg_static_layer *l = &index->engine->layer;
     for (int32_t i = 0; i < l->levels; ++i) {
         const qg_static_level *lv = &l->level[i];

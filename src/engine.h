@@ -10,12 +10,18 @@
 // again), so a door that moves every frame costs what a dynamic element
 // costs, and the layer is rebuilt only when something settles.
 //
-// Pairs: the kind's pair search (its elements: dynamic and pending static;
-// pending static pairs dropped) plus a join of the dynamic elements against
-// the layer, through each one's cache of the layer items around it
-// (static_cache.h), kept by the calls that move it. Filters are tested
-// before the callback; with none set and no static element the kind's
-// search runs with the caller's callback, as before.
+// While the static layer has items, the dynamic elements leave the kind
+// too, at qg_cleanup, for the fat layer (fat_layer.h): in a level the kind
+// then holds nothing, and a frame costs what moves.
+//
+// Pairs: the kind's pair search (what it holds: dynamic and pending static
+// elements; pending static pairs dropped), the fat layer's pairs (its
+// partner lists and searches; the kind's elements against it), and a join
+// of the dynamic elements against the static layer, through each one's
+// cache of the layer items around it (static_cache.h), kept by the calls
+// that move it. Filters are tested before the callback; with none set and
+// no static element the kind's search runs with the caller's callback, as
+// before.
 //
 // Memory: the layer's next arrays are reserved ahead (in qg_set_static and
 // qg_move, where an allocation may fail cleanly) so qg_cleanup rebuilds

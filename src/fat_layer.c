@@ -231,9 +231,8 @@ static void fl_choose_cell(qg_fat_layer *fl, const qg_engine *e)
         fl->inv[level] = ldexp(1.0 / cell, -2 * level);
 }
 
-void qg_fat_layout(qg_engine *e, int32_t admitting)
+void qg_fat_layout(qg_engine *e)
 {
-    (void)admitting;
     qg_fat_layer *fl = &e->fl;
     uint32_t buckets = 1;
     while ((int64_t)buckets * 2 <= fl->heads_cap)
@@ -579,6 +578,13 @@ static bool fl_query_visit(int32_t q, void *ctx)
     if (!qg_overlaps(c->e->dbox[q], c->area))
         return true;
     return c->fn(c->e->dyn[q], c->user);
+}
+
+void qg_fat_visit(const qg_engine *e, qg_visit_fn *fn, void *user)
+{
+    for (int32_t p = 0; p < e->dyn_count; ++p)
+        if (e->fl.entry[p].in)
+            fn(e->fl.entry[p].fat, 0, 1, user);
 }
 
 bool qg_fat_query(const qg_engine *e, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)

@@ -36,9 +36,10 @@
 // leaves the fat box makes a new one and files it at once (no allocation),
 // so the layer is exact between any two calls, qg_cleanup or not.
 //
-// Memory: a 64-byte entry and 16 bytes of grid buckets a dynamic element,
-// with the static caches (allocated only while the index has static
-// elements or elements in this layer).
+// Memory: 97 bytes a dynamic element (a 64-byte entry, 16 bytes of grid
+// buckets, its 16-byte box in the engine and a busy byte), with the static
+// caches (allocated only while the index has static elements or elements
+// in this layer); the kind then holds none of them.
 #ifndef QG_FAT_LAYER_H
 #define QG_FAT_LAYER_H
 
@@ -115,14 +116,18 @@ void qg_fat_refit(struct qg_engine *e, int32_t p, qg_rect old);
 /// is kept dense); `to`'s entry, if in the layer, has left it.
 void qg_fat_moved_pos(struct qg_engine *e, int32_t from, int32_t to);
 /// Lays the grid out again (cell size from the fat boxes, buckets from what
-/// heads holds) when it is due; `admitting` more elements are about to enter.
-void qg_fat_layout(struct qg_engine *e, int32_t admitting);
+/// heads holds) when it is due: at first, when the buckets changed, and
+/// every 256 calls (one a qg_cleanup) when the fat boxes' sizes call for
+/// another cell.
+void qg_fat_layout(struct qg_engine *e);
 /// Pairs of the dynamic positions [b, end): layer elements with layer
 /// elements (lists, crowded searches), kind dynamics with layer elements,
 /// and, when `statics` is true, pending statics (in the kind) with layer
 /// elements. False when fn stopped it.
 bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, const qg_filter *filters,
                   qg_pair_fn *fn, void *user, qg_query_stats *stats);
+/// Visits each element's fat box (depth 0, one element), for drawing.
+void qg_fat_visit(const struct qg_engine *e, qg_visit_fn *fn, void *user);
 /// The layer's share of a query; false when fn stopped it.
 bool qg_fat_query(const struct qg_engine *e, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats);
 /// Checks the grid, the entries and the partner invariant.

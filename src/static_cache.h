@@ -25,7 +25,7 @@
 //
 // Memory: 220 bytes a dynamic element (a 188-byte entry, a 16-byte fat box,
 // 16 bytes of refill sort keys) plus a bit, allocated only while the index
-// has static elements.
+// has static elements (with the fat layer's arrays, fat_layer.h).
 #ifndef QG_STATIC_CACHE_H
 #define QG_STATIC_CACHE_H
 
