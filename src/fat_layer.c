@@ -582,7 +582,7 @@ static bool fl_query_visit(int32_t q, void *ctx)
 
 void qg_fat_visit(const qg_engine *e, qg_visit_fn *fn, void *user)
 {
-    for (int32_t p = 0; p < e->dyn_count; ++p)
+    for (int32_t p = 0; e->fl.count > 0 && p < e->dyn_count; ++p)
         if (e->fl.entry[p].in)
             fn(e->fl.entry[p].fat, 0, 1, user);
 }
