@@ -6,9 +6,13 @@
 /// Cell coordinates are clamped to +-2^30: far boxes share the edge cells
 /// (still exact, the grid only narrows the search).
 #define FL_CLAMP 1073741824.0
-/// A new fat box: half the box's larger extent around it, stretched this
-/// many frames of its last motion the way it goes.
-#define FL_SCALE 0.5f
+/// A new fat box: a tenth of the box's larger extent around it, stretched
+/// this many frames of its last motion the way it goes. Swept at 100,000
+/// (`level`, ms a frame): a half 0.060-0.063, a fifth or a tenth
+/// 0.055-0.057, none 0.056-0.060; 16, 20, 24 and 32 frames ahead 0.057,
+/// 0.057-0.062, 0.055-0.057, 0.060-0.063 (fewer refits against more
+/// partners a list).
+#define FL_SCALE 0.1f
 #define FL_AHEAD 24.0f
 /// qg_cleanup calls between checks of the grid's cell size.
 #define FL_RELAYOUT 256u
