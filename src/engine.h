@@ -139,6 +139,10 @@ qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box);
 /// Undoes qg_engine_move_layer of h (its batch failed): h leaves the kind
 /// and re-enters the layer at position pos (its tombstone) with box old.
 void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old);
+/// Undoes a qg_move of h, which was in the fat layer with box `old` (its
+/// batch failed): h is in the fat layer again, at `old`, whether its move
+/// kept it there or took it to the kind. No allocation.
+void qg_engine_unmove_fat(qg_index *index, qg_handle h, qg_rect old);
 /// Makes the dynamic elements' caches of static items (static_cache.h);
 /// without memory for them, nothing changes.
 void qg_engine_make_cache(qg_index *index);

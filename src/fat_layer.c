@@ -65,6 +65,10 @@ void qg_fat_reset(qg_fat_layer *fl)
     fl->crowded = 0;
     fl->age = 0;
     fl->top = 0;
+    fl->off = false;
+    fl->retry = 0;
+    fl->backoff = QG_FAT_RETRY;
+    fl->watch = 0;
     memset(fl->filed, 0, sizeof fl->filed);
 }
 
@@ -320,6 +324,7 @@ static void fl_forget(qg_engine *e, int32_t p)
 }
 
 typedef struct fl_gather {
+    const qg_fat_layer *fl;
     int32_t self, n;
     int32_t found[QG_FAT_PARTS];
 } fl_gather;
@@ -327,7 +332,9 @@ typedef struct fl_gather {
 static bool fl_gather_visit(int32_t q, void *ctx)
 {
     fl_gather *g = ctx;
-    if (q == g->self)
+    // A crowded element is no one's partner (its own search reports its
+    // pairs): one with a huge fat box does not crowd the others.
+    if (q == g->self || g->fl->busy[q] == QG_FAT_SEARCH)
         return true;
     if (g->n < QG_FAT_PARTS)
         g->found[g->n] = q;
@@ -340,7 +347,7 @@ static void fl_partner(qg_engine *e, int32_t p)
 {
     qg_fat_layer *fl = &e->fl;
     qg_fat_entry *t = &fl->entry[p];
-    fl_gather g = {p, 0, {0}};
+    fl_gather g = {fl, p, 0, {0}};
     int64_t tested = 0;
     fl_search(e, t->fat, fl_gather_visit, &g, &tested);
     if (g.n > QG_FAT_PARTS) {
@@ -364,19 +371,32 @@ static void fl_partner(qg_engine *e, int32_t p)
 /* ---- life --------------------------------------------------------------- */
 
 /// The fat box of `box`, moving (vx, vy) a frame.
-static qg_rect fl_fat(qg_rect box, float vx, float vy)
+static qg_rect fl_fat(const qg_fat_layer *fl, qg_rect box, float vx, float vy)
+{
+    return qg_fat_box(box, vx, vy, fl->built ? 2.0f * fl->cell : 0.0f);
+}
+
+/// v * FL_AHEAD, at most `cap` either way (a jump is not a motion to keep).
+static inline float fl_ahead(float v, float cap)
+{
+    const float d = v * FL_AHEAD;
+    return d > cap ? cap : d < -cap ? -cap : d;
+}
+
+qg_rect qg_fat_box(qg_rect box, float vx, float vy, float cap)
 {
     const float w = box.max_x - box.min_x, h = box.max_y - box.min_y;
     const float m = FL_SCALE * (w > h ? w : h);
     qg_rect f = {box.min_x - m, box.min_y - m, box.max_x + m, box.max_y + m};
-    if (vx > 0.0f)
-        f.max_x += vx * FL_AHEAD;
-    else if (vx < 0.0f)
-        f.min_x += vx * FL_AHEAD;
-    if (vy > 0.0f)
-        f.max_y += vy * FL_AHEAD;
-    else if (vy < 0.0f)
-        f.min_y += vy * FL_AHEAD;
+    const float dx = fl_ahead(vx, cap), dy = fl_ahead(vy, cap);
+    if (dx > 0.0f)
+        f.max_x += dx;
+    else if (dx < 0.0f)
+        f.min_x += dx;
+    if (dy > 0.0f)
+        f.max_y += dy;
+    else if (dy < 0.0f)
+        f.min_y += dy;
     f.min_x = fl_clamp(f.min_x);
     f.min_y = fl_clamp(f.min_y);
     f.max_x = fl_clamp(f.max_x);
@@ -392,7 +412,7 @@ void qg_fat_admit(qg_engine *e, int32_t p)
     qg_fat_layer *fl = &e->fl;
     qg_fat_entry *t = &fl->entry[p];
     t->npart = 0;
-    t->fat = fl_fat(e->dbox[p], 0.0f, 0.0f);
+    t->fat = fl_fat(fl, e->dbox[p], 0.0f, 0.0f);
     fl->count++;
     fl_file(fl, p);
     fl_partner(e, p);
@@ -414,7 +434,7 @@ void qg_fat_refit(qg_engine *e, int32_t p, qg_rect old)
     const qg_rect box = e->dbox[p];
     fl_forget(e, p);
     fl_unfile(fl, p);
-    t->fat = fl_fat(box, box.min_x - old.min_x, box.min_y - old.min_y);
+    t->fat = fl_fat(fl, box, box.min_x - old.min_x, box.min_y - old.min_y);
     fl_file(fl, p);
     fl_partner(e, p);
 }

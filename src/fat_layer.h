@@ -20,9 +20,15 @@
 // 4x apart where it covers no more (the static layer's levels, for boxes
 // that move: mixed sizes cost no more than one size), or on a list of huge
 // ones; and a list of up to QG_FAT_PARTS partners. The finest cell is a
-// power of two about the fat boxes' mean extent. Dynamic elements enter the layer at qg_cleanup
-// while the index has static elements, and leave it when they are removed,
-// made static, or moved once the index has no static element left.
+// power of two about the fat boxes' mean extent.
+//
+// Dynamic elements enter the layer at qg_cleanup while the index has static
+// elements, and leave it when they are removed, made static, or moved once
+// the index has no static element left or the layer is off. It is off when
+// they are too crowded for it (a pile, a dense crowd: most would search the
+// grid every frame): when a sample of the elements' fat boxes, each
+// searched in the kind, says more than 1 in 8 would not fit its list, or
+// when more than a quarter of those in the layer do not.
 //
 // Exactness. Invariant: two listed (not crowded) elements whose fat boxes
 // overlap each list the other. A list may also hold handles that are no
@@ -57,6 +63,8 @@
 /// or in the kind).
 #define QG_FAT_LISTED 1
 #define QG_FAT_SEARCH 2
+/// qg_cleanup calls between two looks at whether the layer should be off.
+#define QG_FAT_RETRY 256
 /// `in` of an entry on the huge list.
 #define QG_FAT_HUGE (QG_FAT_LEVELS + 1)
 
@@ -92,6 +100,12 @@ typedef struct qg_fat_layer {
     int32_t count;       ///< elements in the layer
     int32_t crowded;     ///< of them crowded
     uint32_t age;        ///< qg_cleanup calls since the grid was laid out
+    /// Too crowded for the layer: none enters, and those in it go back to
+    /// the kind as they move. Asked again every QG_FAT_RETRY qg_cleanup calls.
+    bool off;
+    uint32_t retry;      ///< qg_cleanup calls until it is asked again
+    uint32_t backoff;    ///< the next retry's wait: doubles each time the layer turns off
+    uint32_t watch;      ///< qg_cleanup calls since the layer's lists were last looked at
 } qg_fat_layer;
 
 struct qg_engine;
@@ -126,6 +140,9 @@ void qg_fat_layout(struct qg_engine *e);
 /// elements. False when fn stopped it.
 bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, const qg_filter *filters,
                   qg_pair_fn *fn, void *user, qg_query_stats *stats);
+/// The fat box the layer gives `box` moving (vx, vy) a frame, stretched
+/// at most `cap` the way it goes (2 finest cells: a jump is not a motion).
+qg_rect qg_fat_box(qg_rect box, float vx, float vy, float cap);
 /// Visits each element's fat box (depth 0, one element), for drawing.
 void qg_fat_visit(const struct qg_engine *e, qg_visit_fn *fn, void *user);
 /// The layer's share of a query; false when fn stopped it.

@@ -215,7 +215,7 @@ static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
         // finite and not NaN; its order is checked here.
         const int32_t p = e->dyn_pos[handle];
         if (qg_rect_inside(box, e->fl.entry[p].fat) && box.min_x <= box.max_x && box.min_y <= box.max_y &&
-            e->layer.live > 0) {
+            e->layer.live > 0 && !e->fl.off) {
             qg_rect_store(&e->dbox[p], box);
             if (qg_cache_left(e->fat[p], box))
                 qg_engine_mark_stale(e, p);
@@ -524,6 +524,8 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
         layer_pos[i] = -1;
         if (!qg_slot_live(index, handles[i]) && (index->engine->flags[handles[i]] & QG_F_LAYER))
             memcpy(&layer_pos[i], &index->boxes[handles[i]].min_y, sizeof(int32_t));
+        else if (!qg_slot_live(index, handles[i]))
+            layer_pos[i] = -2; // in the fat layer: its move may take it to the kind
         s = qg_move(index, handles[i], boxes[i]);
         if (s != QG_OK)
             break;
@@ -533,6 +535,8 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     while (s != QG_OK && i-- > 0) {
         if (layer_pos[i] >= 0)
             qg_engine_unmove(index, handles[i], layer_pos[i], old[i]);
+        else if (layer_pos[i] == -2)
+            qg_engine_unmove_fat(index, handles[i], old[i]);
         else
             (void)qg_move(index, handles[i], old[i]); // cannot fail (see above); the index stays valid
     }

@@ -602,14 +602,41 @@ static void test_level(void **state)
 
 /* The fat layer (src/fat_layer.h): the dynamic elements of an index with
  * static ones, held by the engine. A crowd with walls: mixed sizes from
- * random_box (points, a coincident pile that crowds the partner lists, huge
- * boxes on the upper levels and the huge list, boxes far outside), moved a
+ * fat_crowd_box (points, a coincident pile that crowds the partner lists,
+ * huge boxes on the upper levels and the huge list, boxes far outside), moved a
  * frame at a time by qg_move_many (every handle in the layer: its batch
  * path) and by qg_move, steady steps and teleports, qg_cleanup skipped one
  * frame in four (exact between cleanups); then every wall removed (the
  * elements go back to the kind as they move), and walls again (back to the
  * layer). Against the model: pairs, parallel pairs, queries, rays, nearest,
  * events, qg_validate (the partner invariant included). */
+/* The fat layer's crowd: spread enough for the layer to take it (small
+ * boxes and points over 3000 x 3000), with a coincident pile, huge boxes
+ * and boxes far outside among them. */
+static qg_rect fat_crowd_box(tu_rng *r)
+{
+    const uint32_t k = tu_rng_below(r, 100);
+    float x = tu_rng_range(r, 0, 3000), y = tu_rng_range(r, 0, 3000);
+    if (k < 70) {
+        const float w = tu_rng_range(r, 0, 6), h = tu_rng_range(r, 0, 6);
+        return tu_rect(x, y, x + w, y + h);
+    }
+    if (k < 80)
+        return tu_rect(x, y, x, y);
+    if (k < 84)
+        return tu_rect(100, 100, 108, 108); /* coincident */
+    if (k < 86) {
+        const float w = tu_rng_range(r, 200, 3000);
+        return tu_rect(x - w, y - 10, x + w, y + 10);
+    }
+    if (k < 92) { /* far outside */
+        x *= 3000.0f;
+        y *= -2000.0f;
+        return tu_rect(x, y, x + 4, y + 4);
+    }
+    return tu_rect(x, y, x + 16, y + 16);
+}
+
 static void test_fat_layer(void **state)
 {
     (void)state;
@@ -631,7 +658,7 @@ static void test_fat_layer(void **state)
     qg_handle crowd[CROWD];
     qg_rect bs[CROWD];
     for (int i = 0; i < CROWD; i++) {
-        const qg_rect b = random_box(&r);
+        const qg_rect b = fat_crowd_box(&r);
         crowd[i] = qg_insert(ix, b);
         assert_true(crowd[i] >= 0);
         model_add(m, crowd[i], b);
@@ -656,7 +683,7 @@ static void test_fat_layer(void **state)
             for (int i = 0; i < CROWD; i++) {
                 const qg_rect o = m->box[crowd[i]];
                 if (tu_rng_chance(&r, 0.02)) {
-                    bs[i] = random_box(&r);
+                    bs[i] = fat_crowd_box(&r);
                 } else {
                     const float dx = tu_rng_range(&r, -2, 3), dy = tu_rng_range(&r, -1, 1);
                     bs[i] = tu_rect(o.min_x + dx, o.min_y + dy, o.max_x + dx, o.max_y + dy);
@@ -685,6 +712,27 @@ static void test_fat_layer(void **state)
                                         m->box[crowd[1]].max_y);
         assert_int_equal(qg_move(ix, crowd[1], flipped), QG_ERR_INVALID);
         check_all(ix, m, &r, seed, phase * 1000 + 999);
+    }
+    /* A dense pile (too crowded for the layer: its elements go back to the
+     * kind as they move), then spread out again (the layer takes them
+     * back at a later look, 256 cleanups on). */
+    for (int stage = 0; stage < 2; stage++) {
+        for (int frame = 0; frame < 6; frame++) {
+            for (int i = 0; i < CROWD; i++) {
+                const float x = stage == 0 ? tu_rng_range(&r, 200, 260) : tu_rng_range(&r, 0, 3000);
+                const float y = stage == 0 ? tu_rng_range(&r, 200, 260) : tu_rng_range(&r, 0, 3000);
+                const float w = tu_rng_range(&r, 0, 4);
+                bs[i] = tu_rect(x, y, x + w, y + w);
+            }
+            assert_int_equal(qg_move_many(ix, NULL, crowd, bs, CROWD), QG_OK);
+            for (int i = 0; i < CROWD; i++)
+                m->box[crowd[i]] = bs[i];
+            for (int k = 0; k < (frame == 2 ? 260 : 1); k++)
+                qg_cleanup(ix);
+            if (frame % 2 == 1)
+                check_all(ix, m, &r, seed, 5000 + stage * 10 + frame);
+        }
+        check_events(ix, m, seed, 5000 + stage * 10);
     }
     qg_destroy(ix);
     free(m->prev);
