@@ -49,7 +49,7 @@ static bool reserve_cache(qg_engine *e, qg_txn *txn, int64_t n)
           qg_txn_reserve(txn, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), n) &&
           qg_txn_reserve(txn, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), n) &&
           qg_txn_reserve(txn, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), n) &&
-          qg_txn_reserve(txn, (void **)&e->fl.busy, &e->fl.busy_cap, 1, n + 8) &&
+          qg_txn_reserve(txn, (void **)&e->fl.busy, &e->fl.busy_cap, 1, n + 16) &&
           qg_txn_reserve(txn, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * n) &&
           qg_txn_reserve(txn, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), (n + 63) / 64) &&
           qg_txn_reserve(txn, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * ((n + 63) / 64))))
@@ -181,7 +181,7 @@ static void shrink_cache(qg_engine *e, qg_alloc *a)
     shrink_array(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), target);
     shrink_array(a, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), target);
     shrink_array(a, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), target);
-    shrink_array(a, (void **)&e->fl.busy, &e->fl.busy_cap, 1, target + 8);
+    shrink_array(a, (void **)&e->fl.busy, &e->fl.busy_cap, 1, target + 16);
     shrink_array(a, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * target);
     if (e->fl.built && (int64_t)e->fl.mask + 1 > e->fl.heads_cap)
         qg_fat_layout(e); // fewer buckets: filed again
@@ -1083,7 +1083,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
         (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
         (e->cache != NULL && (e->cache_cap < e->dyn_count || e->fat_cap < e->dyn_count ||
                               e->dbox_cap < e->dyn_count || e->fl.entry_cap < e->dyn_count ||
-                              e->fl.busy_cap < e->dyn_count + 8 ||
+                              e->fl.busy_cap < e->dyn_count + 16 ||
                               e->fl.heads_cap < (int64_t)QG_FAT_BUCKETS * e->dyn_count ||
                               (int64_t)e->stale_cap * 64 < e->dyn_count ||
                               e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))))

@@ -2,6 +2,9 @@
 #include "engine.h"
 
 #include <float.h>
+#if defined(__SSE2__)
+#    include <emmintrin.h>
+#endif
 
 /// Cell coordinates are clamped to +-2^30: far boxes share the edge cells
 /// (still exact, the grid only narrows the search).
@@ -526,50 +529,55 @@ bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, c
     const qg_fat_layer *fl = &e->fl;
     fl_pair_ctx c = {e, filters, fn, user, {0, 0, 0, 0}, 0, -1, false};
     int64_t tested = 0;
-    for (int32_t p = b; p < end; ++p) {
-        // Eight idle positions at a time (busy has 8 bytes of room past the end).
-        uint64_t word;
-        memcpy(&word, fl->busy + p, sizeof word);
-        if (word == 0) {
-            p += 7;
-            continue;
-        }
-        const uint8_t busy = fl->busy[p];
-        if (busy == 0)
-            continue;
-        const qg_fat_entry *t = &fl->entry[p];
-        const qg_handle h = e->dyn[p];
-        if (busy == QG_FAT_LISTED) {
-            // The list: each pair reported by its smaller position (both
-            // list it); a partner that searches reports its own.
-            for (int32_t k = 0; k < t->npart; ++k) {
-                const int32_t q = t->part[k];
-                if (q <= p || fl->busy[q] != QG_FAT_LISTED)
-                    continue;
-                tested++;
-                if (!qg_overlaps(e->dbox[q], e->dbox[p]))
-                    continue;
-                const qg_handle g = e->dyn[q];
-                if (filters != NULL) {
-                    const qg_filter fa = filters[h], fb = filters[g];
-                    if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
+    for (int32_t p0 = b; p0 < end; p0 += 16) {
+        // The busy positions of the next 16 as bits (busy has 16 bytes of
+        // room past the last position).
+#if defined(__SSE2__)
+        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(fl->busy + p0));
+        uint32_t mask = ~(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) & 0xFFFFu;
+#else
+        uint32_t mask = 0;
+        for (int k = 0; k < 16; ++k)
+            mask |= (uint32_t)(fl->busy[p0 + k] != 0) << k;
+#endif
+        if (end - p0 < 16)
+            mask &= (1u << (end - p0)) - 1;
+        for (; mask != 0; mask &= mask - 1) {
+            const int32_t p = p0 + qg_ctz64(mask);
+            const qg_fat_entry *t = &fl->entry[p];
+            const qg_handle h = e->dyn[p];
+            if (fl->busy[p] == QG_FAT_LISTED) {
+                // The list: each pair reported by its smaller position (both
+                // list it); a partner that searches reports its own.
+                for (int32_t k = 0; k < t->npart; ++k) {
+                    const int32_t q = t->part[k];
+                    if (q <= p || fl->busy[q] != QG_FAT_LISTED)
                         continue;
+                    tested++;
+                    if (!qg_overlaps(e->dbox[q], e->dbox[p]))
+                        continue;
+                    const qg_handle g = e->dyn[q];
+                    if (filters != NULL) {
+                        const qg_filter fa = filters[h], fb = filters[g];
+                        if ((fa.category & fb.mask) == 0 || (fb.category & fa.mask) == 0)
+                            continue;
+                    }
+                    if (!qg_report_pair(fn, user, h, g)) {
+                        stats->elements_tested += tested;
+                        return false;
+                    }
                 }
-                if (!qg_report_pair(fn, user, h, g)) {
-                    stats->elements_tested += tested;
-                    return false;
-                }
+                continue;
             }
-            continue;
-        }
-        // A crowded element, or one in the kind: a search of the grid.
-        c.box = e->dbox[p];
-        c.h = h;
-        c.self = p;
-        c.crowded = t->in != 0;
-        if (!fl_search(e, c.box, fl_pair_visit, &c, &tested)) {
-            stats->elements_tested += tested;
-            return false;
+            // A crowded element, or one in the kind: a search of the grid.
+            c.box = e->dbox[p];
+            c.h = h;
+            c.self = p;
+            c.crowded = t->in != 0;
+            if (!fl_search(e, c.box, fl_pair_visit, &c, &tested)) {
+                stats->elements_tested += tested;
+                return false;
+            }
         }
     }
     // Pending statics (in the kind) against the layer.

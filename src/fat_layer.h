@@ -83,8 +83,9 @@ typedef struct qg_fat_layer {
     int32_t entry_cap;
     /// Per position: what a frame's pairs do there: 0 nothing,
     /// QG_FAT_LISTED its list, QG_FAT_SEARCH a search of the grid (crowded,
-    /// or in the kind). The pair loop skips idle ones eight at a time.
-    /// Capacity: positions + 8.
+    /// or in the kind). The pair loop reads them 16 at a time and visits
+    /// the others by their bits (a branch a position mispredicts when a
+    /// third of them are busy). Capacity: positions + 16.
     uint8_t *busy;
     int32_t busy_cap;
     int32_t *heads;      ///< bucket heads; heads[0..mask] in use
