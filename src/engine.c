@@ -298,13 +298,11 @@ void qg_engine_remove(qg_index *index, qg_handle h)
     e->flags[h] = e->events ? QG_F_REBORN : 0;
 }
 
-/// Puts layer element h back into the kind with box `box`; the caller has
-/// reserved what it needs besides the kind's own growth.
-static qg_status layer_to_kind(qg_index *index, qg_handle h, qg_rect box)
+/// Inserts into the kind element h, which one of the engine's layers holds,
+/// with box `box`; on a failure (QG_ERR_NOMEM) nothing has changed.
+static qg_status kind_take(qg_index *index, qg_handle h, qg_rect box)
 {
-    qg_engine *e = index->engine;
     const qg_rect saved = index->boxes[h];
-    const int32_t pos = layer_pos(index, h);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     index->boxes[h] = box;
@@ -312,8 +310,19 @@ static qg_status layer_to_kind(qg_index *index, qg_handle h, qg_rect box)
     if (s != QG_OK) {
         index->boxes[h] = saved;
         qg_txn_rollback(&txn);
-        return s;
     }
+    return s;
+}
+
+/// Puts layer element h back into the kind with box `box`; the caller has
+/// reserved what it needs besides the kind's own growth.
+static qg_status layer_to_kind(qg_index *index, qg_handle h, qg_rect box)
+{
+    qg_engine *e = index->engine;
+    const int32_t pos = layer_pos(index, h);
+    const qg_status s = kind_take(index, h, box);
+    if (s != QG_OK)
+        return s;
     qg_static_kill(&e->layer, pos);
     e->flags[h] &= (uint8_t)~QG_F_LAYER;
     index->count++;
@@ -325,16 +334,9 @@ static qg_status fat_to_kind(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
     const int32_t p = e->dyn_pos[h];
-    const qg_rect saved = index->boxes[h];
-    qg_txn txn;
-    qg_txn_begin(&txn, &index->alloc);
-    index->boxes[h] = box;
-    const qg_status s = index->klass->insert(index, &txn, h, box);
-    if (s != QG_OK) {
-        index->boxes[h] = saved;
-        qg_txn_rollback(&txn);
+    const qg_status s = kind_take(index, h, box);
+    if (s != QG_OK)
         return s;
-    }
     qg_fat_leave(e, p);
     e->flags[h] &= (uint8_t)~QG_F_FAT;
     qg_rect_store(&e->dbox[p], box);
