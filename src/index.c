@@ -206,16 +206,17 @@ __attribute__((noinline))
 #endif
 static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
 {
-    if (!qg_handle_live(index, handle))
-        return QG_ERR_HANDLE;
+    // qg_move found the slot dead in the kind: live here only in a layer.
     qg_engine *e = index->engine;
-    if (e->flags[handle] & QG_F_FAT) {
+    if (e == NULL || handle < 0 || handle >= index->box_high)
+        return QG_ERR_HANDLE;
+    const uint8_t f = e->flags[handle];
+    if (f & QG_F_FAT) {
         // The common case: an element of the fat layer (a level's agent)
         // that stays inside its fat box. Inside a finite box, the new box is
-        // finite and not NaN; its order is checked here.
+        // finite and not NaN; its order is checked with it, in one test.
         const int32_t p = e->dyn_pos[handle];
-        if (qg_rect_inside(box, e->fl.entry[p].fat) && box.min_x <= box.max_x && box.min_y <= box.max_y &&
-            e->layer.live > 0 && !e->fl.off) {
+        if (qg_rect_inside_ordered(box, e->fl.entry[p].fat) && e->layer.live > 0 && !e->fl.off) {
             qg_rect_store(&e->dbox[p], box);
             if (qg_cache_left(e->fat[p], box))
                 qg_engine_mark_stale(e, p);
@@ -223,6 +224,8 @@ static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
         }
         return box_valid(box) ? qg_engine_move_fat_slow(index, handle, box) : QG_ERR_INVALID;
     }
+    if (!(f & QG_F_LAYER))
+        return QG_ERR_HANDLE;
     return box_valid(box) ? qg_engine_move_layer(index, handle, box) : QG_ERR_INVALID;
 }
 

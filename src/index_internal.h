@@ -235,6 +235,20 @@ static inline bool qg_rect_inside(qg_rect inner, qg_rect outer)
 #endif
 }
 
+/// qg_rect_inside, and `inner` ordered (min <= max on both axes): one
+/// test for a move's box against a fat box.
+static inline bool qg_rect_inside_ordered(qg_rect inner, qg_rect outer)
+{
+#if defined(__SSE2__)
+    const __m128 i = qg_rect_vec(inner), o = qg_rect_vec(outer);
+    const int m = (_mm_movemask_ps(_mm_cmple_ps(o, i)) & 3) | (_mm_movemask_ps(_mm_cmple_ps(i, o)) & 12) |
+                  (_mm_movemask_ps(_mm_cmple_ps(i, _mm_movehl_ps(i, i))) & 3) << 4;
+    return m == 63;
+#else
+    return qg_rect_inside(inner, outer) && inner.min_x <= inner.max_x && inner.min_y <= inner.max_y;
+#endif
+}
+
 /// True when AVX2 kernels may run (the point grid's cell pairs, the static
 /// caches' join): the processor has AVX2 and the
 /// environment does not set QG_NO_AVX2. Asked once per index. The
