@@ -13,7 +13,7 @@
 //
 // Where elements live. An element of the layer is dynamic, out of the
 // kind's sight (its base slot's min_x NaN, as a static in the static layer),
-// its box in the engine's per-position array `box` (the join and refill of
+// its box in the engine's per-position array `dbox` (the join and refill of
 // the static caches read it there, in order, for every dynamic element).
 // Each has a fat box containing its box, filed in a hashed grid under the
 // up to 4 cells it covers, on the finest of QG_FAT_LEVELS levels of cells
@@ -24,20 +24,26 @@
 //
 // Dynamic elements enter the layer at qg_cleanup while the index has static
 // elements, and leave it when they are removed, made static, or moved once
-// the index has no static element left or the layer is off. It is off when
-// they are too crowded for it (a pile, a dense crowd: most would search the
-// grid every frame): when a sample of the elements' fat boxes, each
-// searched in the kind, says more than 1 in 8 would not fit its list, or
-// when more than a quarter of those in the layer do not.
+// the index has no static element left or the layer is off. It is off where
+// the movers are too close for it (a list walked a frame costs more than
+// the kind's search once most elements have partners; a pile or a dense
+// crowd would search the grid every frame): when a sample of 64 fat boxes,
+// each searched in the kind, overlaps more than 1 other element in 10 (or 1
+// in 8 of them more than 3), or, every 16 cleanups, when more than 2 in 5
+// of the layer's elements have partners or more than 1 in 100 is crowded
+// (engine.c: fat_crowded, fat_unsuited). It looks again 256 cleanups on,
+// twice as long each time it turns off.
 //
 // Exactness. Invariant: two listed (not crowded) elements whose fat boxes
-// overlap each list the other. A list may also hold handles that are no
-// longer partners (or no longer in the layer): each pair is tested on the
+// overlap each list the other (by position in the engine's dyn[]). A list
+// may also hold positions that are no longer partners (or whose element
+// left): each pair is tested on the
 // boxes before it is reported, so extra entries cost a test, never an
 // error. An element whose partners do not fit is crowded: its pairs come
 // from a search of the grid with its box every frame (it reports a pair
-// with another crowded element only when its handle is the smaller one;
-// listed elements skip crowded partners). Elements in the kind (dynamic,
+// with another crowded element only when its position is the smaller one;
+// listed elements skip crowded partners; a crowded element is no one's
+// partner, so one with a huge fat box crowds no one). Elements in the kind (dynamic,
 // or pending static) search the grid with their boxes too. A move that
 // leaves the fat box makes a new one and files it at once (no allocation),
 // so the layer is exact between any two calls, qg_cleanup or not.
