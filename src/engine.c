@@ -364,8 +364,6 @@ qg_status qg_engine_move_fat_slow(qg_index *index, qg_handle h, qg_rect box)
 qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
-    if (e->flags[h] & QG_F_FAT)
-        return qg_engine_move_fat_slow(index, h, box);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     // It comes back to the layer at a later qg_cleanup: room for that now.

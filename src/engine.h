@@ -133,8 +133,8 @@ bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_
 void qg_engine_inserted(qg_index *index, qg_handle h);
 /// qg_remove of live h (the whole call: kind, layer, slot).
 void qg_engine_remove(qg_index *index, qg_handle h);
-/// qg_move of live h whose slot the kind does not hold (in the static or
-/// the fat layer).
+/// qg_move of live h in the static layer (a fat layer element goes to
+/// qg_engine_move_fat_slow).
 qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box);
 /// Undoes qg_engine_move_layer of h (its batch failed): h leaves the kind
 /// and re-enters the layer at position pos (its tombstone) with box old.
