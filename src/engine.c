@@ -948,8 +948,8 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
                                   stats);
     if (!c.stopped && e->layer.live > 0 && e->dyn_count > 0) {
         if (e->cache != NULL)
-            qg_cache_join(&e->layer, e->cache + b, e->fat + b, e->dbox + b, (int32_t)(end - b), e->flags, filters,
-                          fn, user, stats, e->wide);
+            qg_cache_join(&e->layer, e->cache + b, e->stale, e->stale_cap, (int32_t)b, e->dbox + b, (int32_t)(end - b),
+                          e->flags, filters, fn, user, stats, e->wide);
         else
             qg_static_join(&e->layer, index->boxes, e->dyn + b, NULL, (int32_t)(end - b), filters, fn, user, stats);
     }
@@ -1091,6 +1091,10 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
     for (int32_t i = 0; e->cache != NULL && i < e->dyn_count; ++i) {
         const qg_static_cache *c = &e->cache[i];
         if (c->handle != e->dyn[i] || !qg_cache_valid(&e->layer, c, e->fat[i], e->flags))
+            return QG_ERR_INVALID;
+        // The join trusts a filled entry that is not stale to be inside its
+        // fat box.
+        if (c->gen == e->layer.gen && !(e->stale[i >> 6] >> (i & 63) & 1) && qg_cache_left(e->fat[i], e->dbox[i]))
             return QG_ERR_INVALID;
         // An element in the kind: its box here is the kind's.
         if (!(e->flags[e->dyn[i]] & QG_F_FAT) && memcmp(&e->dbox[i], &index->boxes[e->dyn[i]], sizeof(qg_rect)) != 0)

@@ -271,13 +271,24 @@ static bool cache_report(const uint32_t *a, const qg_handle *b, int32_t n, const
     return true;
 }
 
+/// Bits [at, at + 64) of a bitmap of `words` words (0 past its end).
+static inline uint64_t bits_at(const uint64_t *w, int64_t words, int64_t at)
+{
+    const int64_t k = at >> 6;
+    const int s = (int)(at & 63);
+    uint64_t v = k < words ? w[k] >> s : 0;
+    if (s != 0 && k + 1 < words)
+        v |= w[k + 1] << (64 - s);
+    return v;
+}
+
 /// The join, written once for both forms: `wide` is a constant in each
 /// caller, so each gets its own copy with its own slot test.
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-static inline bool cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat,
-                              const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
+static inline bool cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
+                              int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
                               void *user, qg_query_stats *stats, bool wide)
 {
     const uint32_t gen = layer->gen, kills = layer->kills;
@@ -292,10 +303,13 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
     for (int32_t i0 = 0; i0 < n && go; i0 += CACHE_HIT_RUN) {
         const int32_t i1 = n - i0 > CACHE_HIT_RUN ? i0 + CACHE_HIT_RUN : n;
         int32_t np = 0;
+        // A position not stale is inside its fat box (every move that
+        // leaves it marks it): one bit instead of the fat box's test.
+        const uint64_t left = bits_at(stale, words, (int64_t)base + i0);
         for (int32_t i = i0; i < i1; ++i) {
             const qg_static_cache *c = &cache[i];
             const qg_rect b = dbox[i];
-            if (c->gen != gen || c->count > QG_CACHE_ITEMS || qg_cache_left(fat[i], b)) {
+            if (c->gen != gen || c->count > QG_CACHE_ITEMS || (left >> (i - i0) & 1)) {
                 miss_box[misses] = b;
                 miss[misses++] = c->handle;
                 if (misses == CACHE_MISS_RUN) {
@@ -345,25 +359,25 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
 
 #if defined(QG_CACHE_AVX2)
 __attribute__((target("avx2"))) static bool cache_join_wide(const qg_static_layer *layer,
-                                                            const qg_static_cache *cache, const qg_rect *fat,
-                                                            const qg_rect *dbox, int32_t n, const uint8_t *flags,
+                                                            const qg_static_cache *cache, const uint64_t *stale,
+                                                            int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags,
                                                             const qg_filter *filters, qg_pair_fn *fn, void *user,
                                                             qg_query_stats *stats)
 {
-    return cache_join(layer, cache, fat, dbox, n, flags, filters, fn, user, stats, true);
+    return cache_join(layer, cache, stale, words, base, dbox, n, flags, filters, fn, user, stats, true);
 }
 #endif
 
-bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat,
-                   const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
+                   int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
                    qg_query_stats *stats, bool wide)
 {
 #if defined(QG_CACHE_AVX2)
     if (wide)
-        return cache_join_wide(layer, cache, fat, dbox, n, flags, filters, fn, user, stats);
+        return cache_join_wide(layer, cache, stale, words, base, dbox, n, flags, filters, fn, user, stats);
 #endif
     (void)wide;
-    return cache_join(layer, cache, fat, dbox, n, flags, filters, fn, user, stats, false);
+    return cache_join(layer, cache, stale, words, base, dbox, n, flags, filters, fn, user, stats, false);
 }
 
 bool qg_cache_valid(const qg_static_layer *layer, const qg_static_cache *c, qg_rect fat, const uint8_t *flags)

@@ -21,7 +21,11 @@
 // it counts a kill, and an entry filled before the last kill checks that an
 // item is still in the layer before reporting it. A rebuilt layer (a new
 // generation) has every entry refilled at the qg_cleanup that rebuilt it.
-// Exactness never depends on the fat boxes, only speed does.
+// The join does not test the fat box again: a filled entry not marked stale
+// is inside it (every call that moves an element marks it when it leaves;
+// qg_validate checks it), which saves the join a 16-byte read and a compare
+// an element (`level` at 1,000,000: pairs 0.37-0.38 -> 0.34 ms). How big
+// the fat boxes are never decides a pair, only the speed.
 //
 // Memory: 220 bytes a dynamic element (a 188-byte entry, a 16-byte fat box,
 // 16 bytes of refill sort keys) plus a bit, allocated only while the index
@@ -76,8 +80,10 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
 /// the engine's, say which handles are still in the layer). `wide`: the
 /// processor runs AVX2 (qg_cpu_avx2), which tests an entry's eight slots in
 /// one compare a coordinate. False when fn stopped it.
-bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const qg_rect *fat,
-                   const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+/// An entry whose bit `base` + i of `stale` (`words` words) is set is
+/// searched in the layer; the others' boxes are inside their fat boxes.
+bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
+                   int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
                    qg_query_stats *stats, bool wide);
 
 /// Checks entry c (fat box `fat`) against the layer; false when an item the
