@@ -47,6 +47,7 @@ static bool reserve_cache(qg_engine *e, qg_txn *txn, int64_t n)
     const int32_t old_words = e->stale_cap, old_busy = e->fl.busy_cap;
     if (!(qg_txn_reserve(txn, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), n) &&
           qg_txn_reserve(txn, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), n) &&
+          qg_txn_reserve(txn, (void **)&e->inner, &e->inner_cap, sizeof(qg_rect), n) &&
           qg_txn_reserve(txn, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), n) &&
           qg_txn_reserve(txn, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), n) &&
           qg_txn_reserve(txn, (void **)&e->fl.busy, &e->fl.busy_cap, 1, n + 16) &&
@@ -145,6 +146,7 @@ static void dyn_take(qg_engine *e, qg_handle h)
         const int32_t last_pos = e->dyn_count;
         e->cache[pos] = e->cache[last_pos];
         e->fat[pos] = e->fat[last_pos];
+        e->inner[pos] = e->inner[last_pos];
         e->dbox[pos] = e->dbox[last_pos];
         qg_fat_moved_pos(e, last_pos, pos);
         e->fl.busy[last_pos] = 0;
@@ -179,6 +181,7 @@ static void shrink_cache(qg_engine *e, qg_alloc *a)
     const int64_t target = 2 * need, words = (target + 63) / 64;
     shrink_array(a, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), target);
     shrink_array(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), target);
+    shrink_array(a, (void **)&e->inner, &e->inner_cap, sizeof(qg_rect), target);
     shrink_array(a, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect), target);
     shrink_array(a, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry), target);
     shrink_array(a, (void **)&e->fl.busy, &e->fl.busy_cap, 1, target + 16);
@@ -194,6 +197,7 @@ static void release_cache(qg_engine *e, qg_alloc *a)
 {
     qg_array_free(a, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache));
     qg_array_free(a, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect));
+    qg_array_free(a, (void **)&e->inner, &e->inner_cap, sizeof(qg_rect));
     qg_array_free(a, (void **)&e->dbox, &e->dbox_cap, sizeof(qg_rect));
     qg_array_free(a, (void **)&e->fl.entry, &e->fl.entry_cap, sizeof(qg_fat_entry));
     qg_array_free(a, (void **)&e->fl.busy, &e->fl.busy_cap, 1);
@@ -582,6 +586,11 @@ static void refill_part(int32_t begin, int32_t end, int32_t worker, void *contex
         if (m > 1)
             radix_sort(keys, scratch, m, 32);
         qg_cache_refill(&e->layer, e->cache, e->fat, keys, m, e->dbox, e->frame);
+        for (int32_t i = 0; i < m; ++i) {
+            const int32_t q = (int32_t)(uint32_t)keys[i];
+            if (e->fl.entry[q].in)
+                qg_engine_inner(e, q);
+        }
     }
 }
 
@@ -1071,6 +1080,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
     *bytes += sizeof *e + (size_t)e->flags_cap + (size_t)e->dyn_pos_cap * sizeof(int32_t) +
               (size_t)e->filters_cap * sizeof(qg_filter) + (size_t)e->dyn_cap * sizeof(qg_handle) +
               (size_t)e->cache_cap * sizeof(qg_static_cache) + (size_t)e->fat_cap * sizeof(qg_rect) +
+              (size_t)e->inner_cap * sizeof(qg_rect) +
               (size_t)e->dbox_cap * sizeof(qg_rect) + (size_t)e->fl.entry_cap * sizeof(qg_fat_entry) +
               (size_t)e->fl.busy_cap +
               (size_t)e->fl.heads_cap * sizeof(int32_t) +
@@ -1082,6 +1092,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
     if (e->flags_cap < index->box_high || e->dyn_pos_cap < index->box_high ||
         (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
         (e->cache != NULL && (e->cache_cap < e->dyn_count || e->fat_cap < e->dyn_count ||
+                              e->inner_cap < e->dyn_count ||
                               e->dbox_cap < e->dyn_count || e->fl.entry_cap < e->dyn_count ||
                               e->fl.busy_cap < e->dyn_count + 16 ||
                               e->fl.heads_cap < (int64_t)QG_FAT_BUCKETS * e->dyn_count ||
@@ -1092,6 +1103,12 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
         const qg_static_cache *c = &e->cache[i];
         if (c->handle != e->dyn[i] || !qg_cache_valid(&e->layer, c, e->fat[i], e->flags))
             return QG_ERR_INVALID;
+        // A layer element's move tests its inner box alone.
+        if (e->fl.entry[i].in) {
+            const qg_rect want = qg_engine_inner_of(e, i);
+            if (memcmp(&want, &e->inner[i], sizeof want) != 0)
+                return QG_ERR_INVALID;
+        }
         // The join trusts a filled entry that is not stale to be inside its
         // fat box.
         if (c->gen == e->layer.gen && !(e->stale[i >> 6] >> (i & 63) & 1) && qg_cache_left(e->fat[i], e->dbox[i]))

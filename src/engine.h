@@ -67,6 +67,12 @@ typedef struct qg_engine {
     qg_rect *dbox;
     int32_t dbox_cap;
     qg_fat_layer fl; ///< its arrays with the caches
+    /// For an element of the fat layer: its fat box there cut to its
+    /// cache's fat box (a box inside both, maybe empty). The move of a layer
+    /// element tests this one box, in a compact array, instead of both.
+    /// With the caches.
+    qg_rect *inner;
+    int32_t inner_cap;
     uint64_t *stale;
     int32_t stale_cap; ///< words
     uint64_t *order;   ///< 2 * 64 * stale_cap: the refill's sort keys and scratch
@@ -146,6 +152,18 @@ void qg_engine_unmove_fat(qg_index *index, qg_handle h, qg_rect old);
 /// Makes the dynamic elements' caches of static items (static_cache.h);
 /// without memory for them, nothing changes.
 void qg_engine_make_cache(qg_index *index);
+/// Makes position p's inner box again (after its fat box in the layer or
+/// its cache's changed).
+static inline qg_rect qg_engine_inner_of(const qg_engine *e, int32_t p)
+{
+    const qg_rect a = e->fl.entry[p].fat, b = e->fat[p];
+    return (qg_rect){a.min_x > b.min_x ? a.min_x : b.min_x, a.min_y > b.min_y ? a.min_y : b.min_y,
+                     a.max_x < b.max_x ? a.max_x : b.max_x, a.max_y < b.max_y ? a.max_y : b.max_y};
+}
+static inline void qg_engine_inner(qg_engine *e, int32_t p)
+{
+    e->inner[p] = qg_engine_inner_of(e, p);
+}
 /// Position p's cache is to be refilled at the next qg_cleanup.
 static inline void qg_engine_mark_stale(qg_engine *e, int32_t p)
 {

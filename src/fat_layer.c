@@ -419,6 +419,7 @@ void qg_fat_admit(qg_engine *e, int32_t p)
     fl->count++;
     fl_file(fl, p);
     fl_partner(e, p);
+    qg_engine_inner(e, p);
 }
 
 void qg_fat_leave(qg_engine *e, int32_t p)
@@ -440,6 +441,7 @@ void qg_fat_refit(qg_engine *e, int32_t p, qg_rect old)
     t->fat = fl_fat(fl, box, box.min_x - old.min_x, box.min_y - old.min_y);
     fl_file(fl, p);
     fl_partner(e, p);
+    qg_engine_inner(e, p);
 }
 
 void qg_fat_moved_pos(qg_engine *e, int32_t from, int32_t to)

@@ -216,6 +216,10 @@ static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
         // that stays inside its fat box. Inside a finite box, the new box is
         // finite and not NaN; its order is checked with it, in one test.
         const int32_t p = e->dyn_pos[handle];
+        if (qg_rect_inside_ordered(box, e->inner[p]) && e->layer.live > 0 && !e->fl.off) {
+            qg_rect_store(&e->dbox[p], box); // inside both fat boxes
+            return QG_OK;
+        }
         if (qg_rect_inside_ordered(box, e->fl.entry[p].fat) && e->layer.live > 0 && !e->fl.off) {
             qg_rect_store(&e->dbox[p], box);
             if (qg_cache_left(e->fat[p], box))
