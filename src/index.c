@@ -235,20 +235,22 @@ static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
 
 qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
 {
+    // A dispatcher without a frame: the kind's path needs one (a
+    // transaction), the engine's fast path none, and the compiler sets one
+    // up before any test when both are in one function.
     if (index == NULL)
         return QG_ERR_INVALID;
-    if (!qg_slot_live(index, handle))
+    if ((uint32_t)handle >= (uint32_t)index->box_high) // box_high >= 0: also a handle < 0
         return move_engine(index, handle, box);
-    if (!box_valid(box))
-        return QG_ERR_INVALID;
-    qg_txn txn;
-    qg_txn_begin(&txn, &index->alloc);
-    qg_status s = index->klass->move(index, &txn, handle, box);
-    if (s != QG_OK)
-        qg_txn_rollback(&txn);
-    else if (index->engine != NULL)
-        qg_engine_moved(index, handle, box);
-    return s;
+    // The slot's NaN tested on its bits: a float compare would take a
+    // vector register, and the compiler parks the box's second half
+    // (passed in one) in an integer register and back, on the kind's path
+    // (`agents` update 2-5% slower).
+    uint32_t bits;
+    memcpy(&bits, &index->boxes[handle].min_x, sizeof bits);
+    if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
+        return move_engine(index, handle, box);
+    return index->klass->move_one(index, handle, box);
 }
 
 qg_status qg_get(const qg_index *index, qg_handle handle, qg_rect *box)

@@ -60,6 +60,11 @@ struct qg_kind_class {
     void (*remove)(qg_index *index, qg_handle h);
     /// Gives live handle h the box `box`; the kind writes boxes[h] itself.
     qg_status (*move)(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box);
+    /// qg_move of a handle the kind holds (made by QG_KIND_CLASS around
+    /// move: the box's check, the transaction, the engine's hook). qg_move
+    /// jumps here without a frame of its own, so the kind's path has one
+    /// call and the engine's (a level's agents) none set up for the kind.
+    qg_status (*move_one)(qg_index *index, qg_handle h, qg_rect box);
     void (*cleanup)(qg_index *index);
     /// Empties the structure, keeping its memory (the base resets the slots).
     void (*clear)(qg_index *index);
@@ -114,7 +119,17 @@ struct qg_kind_class {
 
 /// QG_KIND_CLASS plus the optional members the kind serves, as designated
 /// initializers: QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part).
+/// It also makes the kind's move_one around its move, which stays out of
+/// line: inlined there, the quadtree's and the point grid's moves ran 40%
+/// and 65% slower (`agents` update at 100,000; the moves are tuned to keep
+/// their registers).
 #define QG_KIND_CLASS_EX(prefix, KIND, type, ...)                                                    \
+    static qg_status prefix##_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)          \
+        QG_NOINLINE;                                                                                 \
+    static qg_status prefix##_move_one(qg_index *index, qg_handle h, qg_rect box)                   \
+    {                                                                                                \
+        return qg_kind_move_one(index, h, box, prefix##_move);                                       \
+    }                                                                                                \
     const qg_kind_class qg_##prefix##_class = {                                                     \
         .kind = (KIND),                                                                              \
         .size = sizeof(type),                                                                        \
@@ -124,6 +139,7 @@ struct qg_kind_class {
         .insert = prefix##_insert,                                                                   \
         .remove = prefix##_remove,                                                                   \
         .move = prefix##_move,                                                                       \
+        .move_one = prefix##_move_one,                                                               \
         .cleanup = prefix##_cleanup,                                                                 \
         .clear = prefix##_clear,                                                                     \
         .query = prefix##_query,                                                                     \
@@ -282,6 +298,37 @@ static inline bool qg_box_valid(qg_rect b)
     return (z == 0.0f) & (b.min_x <= b.max_x) & (b.min_y <= b.max_y);
 #endif
 }
+
+#if defined(__GNUC__)
+#    define QG_NOINLINE __attribute__((noinline))
+#else
+#    define QG_NOINLINE
+#endif
+
+/// After the kind moved h to `box` in an index with an engine (engine.h:
+/// qg_engine_moved, out of line for the kinds' files).
+void qg_engine_moved_out(qg_index *index, qg_handle h, qg_rect box);
+
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+/// The body of a kind's move_one: `move` is a constant in each, so it is
+/// called directly (or inlined), not through the table.
+static inline qg_status qg_kind_move_one(qg_index *index, qg_handle h, qg_rect box,
+                                         qg_status (*move)(qg_index *, qg_txn *, qg_handle, qg_rect))
+{
+    if (!qg_box_valid(box))
+        return QG_ERR_INVALID;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    const qg_status s = move(index, &txn, h, box);
+    if (s != QG_OK)
+        qg_txn_rollback(&txn);
+    else if (index->engine != NULL)
+        qg_engine_moved_out(index, h, box);
+    return s;
+}
+
 
 /// A handle's term in the sums a kind's qg_validate compares to prove each
 /// element listed once without memory (splitmix64's finaliser): the listed
