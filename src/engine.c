@@ -40,11 +40,26 @@ static bool reserve_filters(qg_engine *e, qg_txn *txn, int64_t high)
     return true;
 }
 
+/// Sets bit p of `full` to `on`.
+static inline void mark_full(qg_engine *e, int32_t p, bool on)
+{
+    const uint64_t bit = (uint64_t)1 << (p & 63);
+    e->full[p >> 6] = on ? e->full[p >> 6] | bit : e->full[p >> 6] & ~bit;
+}
+
+/// Bit `to` of bitmap w becomes bit `from`, which is cleared.
+static inline void move_bit(uint64_t *w, int32_t from, int32_t to)
+{
+    const uint64_t bit = w[from >> 6] >> (from & 63) & 1;
+    w[from >> 6] &= ~((uint64_t)1 << (from & 63));
+    w[to >> 6] = (w[to >> 6] & ~((uint64_t)1 << (to & 63))) | bit << (to & 63);
+}
+
 static bool reserve_cache(qg_engine *e, qg_txn *txn, int64_t n)
 {
     if (n < 1)
         n = 1;
-    const int32_t old_words = e->stale_cap, old_busy = e->fl.busy_cap;
+    const int32_t old_words = e->stale_cap, old_full = e->full_cap, old_busy = e->fl.busy_cap;
     if (!(qg_txn_reserve(txn, (void **)&e->cache, &e->cache_cap, sizeof(qg_static_cache), n) &&
           qg_txn_reserve(txn, (void **)&e->fat, &e->fat_cap, sizeof(qg_rect), n) &&
           qg_txn_reserve(txn, (void **)&e->inner, &e->inner_cap, sizeof(qg_rect), n) &&
@@ -53,9 +68,11 @@ static bool reserve_cache(qg_engine *e, qg_txn *txn, int64_t n)
           qg_txn_reserve(txn, (void **)&e->fl.busy, &e->fl.busy_cap, 1, n + 16) &&
           qg_txn_reserve(txn, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t), QG_FAT_BUCKETS * n) &&
           qg_txn_reserve(txn, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), (n + 63) / 64) &&
+          qg_txn_reserve(txn, (void **)&e->full, &e->full_cap, sizeof(uint64_t), (n + 63) / 64) &&
           qg_txn_reserve(txn, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * ((n + 63) / 64))))
         return false;
     memset(e->stale + old_words, 0, (size_t)(e->stale_cap - old_words) * sizeof(uint64_t));
+    memset(e->full + old_full, 0, (size_t)(e->full_cap - old_full) * sizeof(uint64_t));
     memset(e->fl.busy + old_busy, 0, (size_t)(e->fl.busy_cap - old_busy));
     return true;
 }
@@ -105,6 +122,8 @@ void qg_engine_make_cache(qg_index *index)
         qg_cache_blank(&e->cache[i], &e->fat[i], e->dyn[i], index->boxes[e->dyn[i]]);
         e->dbox[i] = index->boxes[e->dyn[i]];
         qg_fat_out(&e->fl, i);
+        qg_engine_mark_stale(e, i); // blank: the join searches the layer
+        mark_full(e, i, true);
     }
     memset(e->fl.busy + e->dyn_count, 0, (size_t)(e->fl.busy_cap - e->dyn_count));
     e->cache_gen = 0;
@@ -133,6 +152,7 @@ static void dyn_put(qg_index *index, qg_handle h)
         e->dbox[p] = index->boxes[h];
         qg_fat_out(&e->fl, p); // enters the fat layer at the next qg_cleanup
         qg_engine_mark_stale(e, p);
+        mark_full(e, p, true);
     }
 }
 
@@ -150,9 +170,8 @@ static void dyn_take(qg_engine *e, qg_handle h)
         e->dbox[pos] = e->dbox[last_pos];
         qg_fat_moved_pos(e, last_pos, pos);
         e->fl.busy[last_pos] = 0;
-        const uint64_t bit = e->stale[last_pos >> 6] >> (last_pos & 63) & 1;
-        e->stale[last_pos >> 6] &= ~((uint64_t)1 << (last_pos & 63));
-        e->stale[pos >> 6] = (e->stale[pos >> 6] & ~((uint64_t)1 << (pos & 63))) | bit << (pos & 63);
+        move_bit(e->stale, last_pos, pos);
+        move_bit(e->full, last_pos, pos);
     }
 }
 
@@ -189,6 +208,7 @@ static void shrink_cache(qg_engine *e, qg_alloc *a)
     if (e->fl.built && (int64_t)e->fl.mask + 1 > e->fl.heads_cap)
         qg_fat_layout(e); // fewer buckets: filed again
     shrink_array(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t), words);
+    shrink_array(a, (void **)&e->full, &e->full_cap, sizeof(uint64_t), words);
     shrink_array(a, (void **)&e->order, &e->order_cap, sizeof(uint64_t), 128 * words);
 }
 
@@ -204,6 +224,7 @@ static void release_cache(qg_engine *e, qg_alloc *a)
     qg_array_free(a, (void **)&e->fl.heads, &e->fl.heads_cap, sizeof(int32_t));
     qg_fat_reset(&e->fl);
     qg_array_free(a, (void **)&e->stale, &e->stale_cap, sizeof(uint64_t));
+    qg_array_free(a, (void **)&e->full, &e->full_cap, sizeof(uint64_t));
     qg_array_free(a, (void **)&e->order, &e->order_cap, sizeof(uint64_t));
     e->any_stale = false;
     e->cache_gen = 0;
@@ -593,6 +614,7 @@ static void refill_part(int32_t begin, int32_t end, int32_t worker, void *contex
         qg_cache_refill(&e->layer, e->cache, e->fat, keys, m, e->dbox, e->frame);
         for (int32_t i = 0; i < m; ++i) {
             const int32_t q = (int32_t)(uint32_t)keys[i];
+            mark_full(e, q, e->cache[q].count > QG_CACHE_ITEMS);
             if (e->fl.entry[q].in)
                 qg_engine_inner(e, q);
         }
@@ -961,9 +983,14 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
         c.stopped = !qg_fat_pairs(index, (int32_t)b, (int32_t)end, part == 0 && e->pending > 0, filters, fn, user,
                                   stats);
     if (!c.stopped && e->layer.live > 0 && e->dyn_count > 0) {
-        if (e->cache != NULL)
-            qg_cache_join(&e->layer, e->cache + b, e->stale, e->stale_cap, (int32_t)b, e->dbox + b, (int32_t)(end - b),
-                          e->flags, filters, fn, user, stats, e->wide);
+        if (e->cache != NULL && e->cache_gen == e->layer.gen)
+            qg_cache_join(&e->layer, e->cache + b, e->stale, e->full, ((int64_t)e->dyn_count + 63) / 64, (int32_t)b,
+                          e->dbox + b, (int32_t)(end - b), e->flags, filters, fn, user, stats, e->wide);
+        else if (e->cache != NULL)
+            // The layer was rebuilt with no item left, and a failed batch
+            // brought items back before a qg_cleanup refilled the entries
+            // for it: none is trusted.
+            qg_static_join(&e->layer, NULL, e->dyn + b, e->dbox + b, (int32_t)(end - b), filters, fn, user, stats);
         else
             qg_static_join(&e->layer, index->boxes, e->dyn + b, NULL, (int32_t)(end - b), filters, fn, user, stats);
     }
@@ -1089,7 +1116,8 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
               (size_t)e->dbox_cap * sizeof(qg_rect) + (size_t)e->fl.entry_cap * sizeof(qg_fat_entry) +
               (size_t)e->fl.busy_cap +
               (size_t)e->fl.heads_cap * sizeof(int32_t) +
-              (size_t)e->stale_cap * sizeof(uint64_t) + (size_t)e->order_cap * sizeof(uint64_t) +
+              (size_t)e->stale_cap * sizeof(uint64_t) + (size_t)e->full_cap * sizeof(uint64_t) +
+              (size_t)e->order_cap * sizeof(uint64_t) +
               (size_t)e->pend_cap * sizeof(qg_handle) +
               (size_t)e->prev_cap * sizeof(uint64_t);
     if (!qg_static_validate(&e->layer, bytes))
@@ -1101,7 +1129,7 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
                               e->dbox_cap < e->dyn_count || e->fl.entry_cap < e->dyn_count ||
                               e->fl.busy_cap < e->dyn_count + 16 ||
                               e->fl.heads_cap < (int64_t)QG_FAT_BUCKETS * e->dyn_count ||
-                              (int64_t)e->stale_cap * 64 < e->dyn_count ||
+                              (int64_t)e->stale_cap * 64 < e->dyn_count || (int64_t)e->full_cap * 64 < e->dyn_count ||
                               e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))))
         return QG_ERR_INVALID;
     for (int32_t i = 0; e->cache != NULL && i < e->dyn_count; ++i) {
@@ -1114,6 +1142,13 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
             if (memcmp(&want, &e->inner[i], sizeof want) != 0)
                 return QG_ERR_INVALID;
         }
+        // The join tests the bits, not the entry: full is the entry's count,
+        // and once every entry was filled for the layer's generation, one
+        // filled for another (a blank one) is stale.
+        const bool stale = e->stale[i >> 6] >> (i & 63) & 1;
+        if ((bool)(e->full[i >> 6] >> (i & 63) & 1) != (c->count > QG_CACHE_ITEMS) ||
+            (e->cache_gen == e->layer.gen && c->gen != e->layer.gen && !stale))
+            return QG_ERR_INVALID;
         // The join trusts a filled entry that is not stale to be inside its
         // fat box.
         if (c->gen == e->layer.gen && !(e->stale[i >> 6] >> (i & 63) & 1) && qg_cache_left(e->fat[i], e->dbox[i]))

@@ -68,13 +68,19 @@ typedef struct qg_engine {
     int32_t dbox_cap;
     qg_fat_layer fl; ///< its arrays with the caches
     /// For an element of the fat layer: its fat box there cut to its
-    /// cache's fat box (a box inside both, maybe empty). The move of a layer
-    /// element tests this one box, in a compact array, instead of both.
-    /// With the caches.
+    /// cache's fat box (a box inside both, maybe empty), its max side
+    /// negated (qg_rect_inside_negated). The move of a layer element tests
+    /// this one box, in a compact array, instead of both. With the caches.
     qg_rect *inner;
     int32_t inner_cap;
     uint64_t *stale;
     int32_t stale_cap; ///< words
+    /// Bit i: cache[i] holds more items than fit (the join searches the
+    /// layer for dyn[i]); as many words as stale. With stale, the join's
+    /// one test an entry: a blank entry (not filled for the layer's
+    /// generation) is always stale.
+    uint64_t *full;
+    int32_t full_cap;
     uint64_t *order;   ///< 2 * 64 * stale_cap: the refill's sort keys and scratch
     int32_t order_cap;
     bool any_stale;    ///< some bit of stale is set
@@ -158,7 +164,7 @@ static inline qg_rect qg_engine_inner_of(const qg_engine *e, int32_t p)
 {
     const qg_rect a = e->fl.entry[p].fat, b = e->fat[p];
     return (qg_rect){a.min_x > b.min_x ? a.min_x : b.min_x, a.min_y > b.min_y ? a.min_y : b.min_y,
-                     a.max_x < b.max_x ? a.max_x : b.max_x, a.max_y < b.max_y ? a.max_y : b.max_y};
+                     -(a.max_x < b.max_x ? a.max_x : b.max_x), -(a.max_y < b.max_y ? a.max_y : b.max_y)};
 }
 static inline void qg_engine_inner(qg_engine *e, int32_t p)
 {

@@ -206,9 +206,10 @@ __attribute__((noinline))
 #endif
 static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
 {
-    // qg_move found the slot dead in the kind: live here only in a layer.
+    // qg_move found the slot (in range) dead in the kind: live here only
+    // in a layer.
     qg_engine *e = index->engine;
-    if (e == NULL || handle < 0 || handle >= index->box_high)
+    if (e == NULL)
         return QG_ERR_HANDLE;
     const uint8_t f = e->flags[handle];
     if (f & QG_F_FAT) {
@@ -216,7 +217,7 @@ static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
         // that stays inside its fat box. Inside a finite box, the new box is
         // finite and not NaN; its order is checked with it, in one test.
         const int32_t p = e->dyn_pos[handle];
-        if (qg_rect_inside_ordered(box, e->inner[p]) && e->layer.live > 0 && !e->fl.off) {
+        if (qg_rect_inside_negated(box, &e->inner[p].min_x) && e->layer.live > 0 && !e->fl.off) {
             qg_rect_store(&e->dbox[p], box); // inside both fat boxes
             return QG_OK;
         }
@@ -241,7 +242,7 @@ qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
     if (index == NULL)
         return QG_ERR_INVALID;
     if ((uint32_t)handle >= (uint32_t)index->box_high) // box_high >= 0: also a handle < 0
-        return move_engine(index, handle, box);
+        return QG_ERR_HANDLE;
     // The slot's NaN tested on its bits: a float compare would take a
     // vector register, and the compiler parks the box's second half
     // (passed in one) in an integer register and back, on the kind's path

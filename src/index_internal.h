@@ -265,6 +265,24 @@ static inline bool qg_rect_inside_ordered(qg_rect inner, qg_rect outer)
 #endif
 }
 
+/// True when `box` is ordered (min <= max) and lies inside the box whose
+/// sides are w = (min_x, min_y, -max_x, -max_y) (its max side stored
+/// negated, so all four sides test one way in one compare); false when a
+/// coordinate is NaN. A fat layer element's every move runs it.
+static inline bool qg_rect_inside_negated(qg_rect box, const float *w)
+{
+#if defined(__SSE2__)
+    const __m128 v = _mm_xor_ps(qg_rect_vec(box), _mm_setr_ps(0.0f, 0.0f, -0.0f, -0.0f));
+    const __m128 in = _mm_cmple_ps(_mm_loadu_ps(w), v);
+    // Lanes 2, 3: -max <= -min.
+    const __m128 ord = _mm_cmple_ps(v, _mm_xor_ps(_mm_movelh_ps(v, v), _mm_set1_ps(-0.0f)));
+    return (_mm_movemask_ps(in) & (_mm_movemask_ps(ord) | 3)) == 15;
+#else
+    return w[0] <= box.min_x && w[1] <= box.min_y && w[2] <= -box.max_x && w[3] <= -box.max_y &&
+           box.min_x <= box.max_x && box.min_y <= box.max_y;
+#endif
+}
+
 /// True when AVX2 kernels may run (the point grid's cell pairs, the static
 /// caches' join): the processor has AVX2 and the
 /// environment does not set QG_NO_AVX2. Asked once per index. The

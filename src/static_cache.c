@@ -232,12 +232,14 @@ static inline unsigned cache_hits(const qg_static_cache *c, qg_rect b)
 
 #if defined(QG_CACHE_AVX2)
 /// cache_hits with the eight slots in one AVX2 compare a coordinate.
-__attribute__((target("avx2"))) static inline unsigned cache_hits_wide(const qg_static_cache *c, qg_rect b)
+/// The box's coordinates are broadcast from memory (one load each, no
+/// shuffle).
+__attribute__((target("avx2"))) static inline unsigned cache_hits_wide(const qg_static_cache *c, const qg_rect *b)
 {
-    const __m256 x = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_x), _mm256_set1_ps(b.max_x), _CMP_LE_OQ),
-                                   _mm256_cmp_ps(_mm256_set1_ps(b.min_x), _mm256_loadu_ps(c->max_x), _CMP_LE_OQ));
-    const __m256 y = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_y), _mm256_set1_ps(b.max_y), _CMP_LE_OQ),
-                                   _mm256_cmp_ps(_mm256_set1_ps(b.min_y), _mm256_loadu_ps(c->max_y), _CMP_LE_OQ));
+    const __m256 x = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_x), _mm256_broadcast_ss(&b->max_x), _CMP_LE_OQ),
+                                   _mm256_cmp_ps(_mm256_broadcast_ss(&b->min_x), _mm256_loadu_ps(c->max_x), _CMP_LE_OQ));
+    const __m256 y = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_y), _mm256_broadcast_ss(&b->max_y), _CMP_LE_OQ),
+                                   _mm256_cmp_ps(_mm256_broadcast_ss(&b->min_y), _mm256_loadu_ps(c->max_y), _CMP_LE_OQ));
     return (unsigned)_mm256_movemask_ps(_mm256_and_ps(x, y));
 }
 #endif
@@ -288,10 +290,10 @@ static inline uint64_t bits_at(const uint64_t *w, int64_t words, int64_t at)
 __attribute__((always_inline))
 #endif
 static inline bool cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
-                              int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
+                              const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
                               void *user, qg_query_stats *stats, bool wide)
 {
-    const uint32_t gen = layer->gen, kills = layer->kills;
+    const uint32_t kills = layer->kills;
     qg_handle miss[CACHE_MISS_RUN];
     qg_rect miss_box[CACHE_MISS_RUN];
     // Each entry adds at most QG_CACHE_ITEMS pairs.
@@ -304,12 +306,14 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
         const int32_t i1 = n - i0 > CACHE_HIT_RUN ? i0 + CACHE_HIT_RUN : n;
         int32_t np = 0;
         // A position not stale is inside its fat box (every move that
-        // leaves it marks it): one bit instead of the fat box's test.
-        const uint64_t left = bits_at(stale, words, (int64_t)base + i0);
+        // leaves it marks it) and filled for this generation (a blank one
+        // is stale), and one not full holds what its fat box overlaps: two
+        // bits instead of the entry's fields and the fat box's test.
+        const uint64_t search = bits_at(stale, words, (int64_t)base + i0) | bits_at(full, words, (int64_t)base + i0);
         for (int32_t i = i0; i < i1; ++i) {
             const qg_static_cache *c = &cache[i];
-            const qg_rect b = dbox[i];
-            if (c->gen != gen || c->count > QG_CACHE_ITEMS || (left >> (i - i0) & 1)) {
+            if (search >> (i - i0) & 1) {
+                const qg_rect b = dbox[i];
                 miss_box[misses] = b;
                 miss[misses++] = c->handle;
                 if (misses == CACHE_MISS_RUN) {
@@ -328,9 +332,9 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
             // 1,000,000). The top slot's index stands in for "none" (its
             // store is not counted).
 #if defined(QG_CACHE_AVX2)
-            const unsigned hits = wide ? cache_hits_wide(c, b) : cache_hits(c, b);
+            const unsigned hits = wide ? cache_hits_wide(c, &dbox[i]) : cache_hits(c, dbox[i]);
 #else
-            const unsigned hits = cache_hits(c, b);
+            const unsigned hits = cache_hits(c, dbox[i]);
             (void)wide;
 #endif
             const unsigned rest = hits & (hits - 1);
@@ -360,24 +364,25 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
 #if defined(QG_CACHE_AVX2)
 __attribute__((target("avx2"))) static bool cache_join_wide(const qg_static_layer *layer,
                                                             const qg_static_cache *cache, const uint64_t *stale,
-                                                            int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags,
+                                                            const uint64_t *full, int64_t words, int32_t base,
+                                                            const qg_rect *dbox, int32_t n, const uint8_t *flags,
                                                             const qg_filter *filters, qg_pair_fn *fn, void *user,
                                                             qg_query_stats *stats)
 {
-    return cache_join(layer, cache, stale, words, base, dbox, n, flags, filters, fn, user, stats, true);
+    return cache_join(layer, cache, stale, full, words, base, dbox, n, flags, filters, fn, user, stats, true);
 }
 #endif
 
 bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
-                   int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+                   const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
                    qg_query_stats *stats, bool wide)
 {
 #if defined(QG_CACHE_AVX2)
     if (wide)
-        return cache_join_wide(layer, cache, stale, words, base, dbox, n, flags, filters, fn, user, stats);
+        return cache_join_wide(layer, cache, stale, full, words, base, dbox, n, flags, filters, fn, user, stats);
 #endif
     (void)wide;
-    return cache_join(layer, cache, stale, words, base, dbox, n, flags, filters, fn, user, stats, false);
+    return cache_join(layer, cache, stale, full, words, base, dbox, n, flags, filters, fn, user, stats, false);
 }
 
 bool qg_cache_valid(const qg_static_layer *layer, const qg_static_cache *c, qg_rect fat, const uint8_t *flags)

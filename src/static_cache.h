@@ -80,10 +80,12 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
 /// the engine's, say which handles are still in the layer). `wide`: the
 /// processor runs AVX2 (qg_cpu_avx2), which tests an entry's eight slots in
 /// one compare a coordinate. False when fn stopped it.
-/// An entry whose bit `base` + i of `stale` (`words` words) is set is
-/// searched in the layer; the others' boxes are inside their fat boxes.
+/// An entry whose bit `base` + i of `stale` or of `full` (`words` words
+/// each) is set is searched in the layer; the others are filled for the
+/// layer's generation, hold every item their fat boxes overlap, and their
+/// boxes are inside their fat boxes.
 bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
-                   int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+                   const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
                    qg_query_stats *stats, bool wide);
 
 /// Checks entry c (fat box `fat`) against the layer; false when an item the
