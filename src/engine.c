@@ -438,11 +438,6 @@ void qg_engine_unmove_fat(qg_index *index, qg_handle h, qg_rect old)
     qg_fat_admit(e, p);
 }
 
-void qg_engine_moved_out(qg_index *index, qg_handle h, qg_rect box)
-{
-    qg_engine_moved(index, h, box);
-}
-
 bool qg_engine_any_static(const qg_index *index, const qg_handle *handles, int32_t n)
 {
     const uint8_t *flags = index->engine->flags;

@@ -67,6 +67,7 @@
 //   list is contiguous after a bulk build (one-at-a-time inserts leave
 //   them in insertion order): a walk then reads a line or two per cell.
 #include "grid_rows.h"
+#include "engine.h" // qg_kind_move_one, for the class table
 
 typedef struct grid {
     qg_index base;

@@ -119,10 +119,11 @@ struct qg_kind_class {
 
 /// QG_KIND_CLASS plus the optional members the kind serves, as designated
 /// initializers: QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part).
-/// It also makes the kind's move_one around its move, which stays out of
-/// line: inlined there, the quadtree's and the point grid's moves ran 40%
-/// and 65% slower (`agents` update at 100,000; the moves are tuned to keep
-/// their registers).
+/// It also makes the kind's move_one around its move (qg_kind_move_one: the
+/// kind's file includes engine.h), the move kept out of line: inlined
+/// there, the quadtree's and the point grid's moves ran 40% and 65% slower
+/// (`agents` update at 100,000; the moves are tuned to keep their
+/// registers).
 #define QG_KIND_CLASS_EX(prefix, KIND, type, ...)                                                    \
     static qg_status prefix##_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)          \
         QG_NOINLINE;                                                                                 \
@@ -323,29 +324,6 @@ static inline bool qg_box_valid(qg_rect b)
 #    define QG_NOINLINE
 #endif
 
-/// After the kind moved h to `box` in an index with an engine (engine.h:
-/// qg_engine_moved, out of line for the kinds' files).
-void qg_engine_moved_out(qg_index *index, qg_handle h, qg_rect box);
-
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-/// The body of a kind's move_one: `move` is a constant in each, so it is
-/// called directly (or inlined), not through the table.
-static inline qg_status qg_kind_move_one(qg_index *index, qg_handle h, qg_rect box,
-                                         qg_status (*move)(qg_index *, qg_txn *, qg_handle, qg_rect))
-{
-    if (!qg_box_valid(box))
-        return QG_ERR_INVALID;
-    qg_txn txn;
-    qg_txn_begin(&txn, &index->alloc);
-    const qg_status s = move(index, &txn, h, box);
-    if (s != QG_OK)
-        qg_txn_rollback(&txn);
-    else if (index->engine != NULL)
-        qg_engine_moved_out(index, h, box);
-    return s;
-}
 
 
 /// A handle's term in the sums a kind's qg_validate compares to prove each

@@ -39,6 +39,7 @@
 //   fill. A walk over a few dozen neighbouring cells gains nothing from
 //   the bitset: an empty fine cell is one 4-byte head.
 #include "grid_rows.h"
+#include "engine.h" // qg_kind_move_one, for the class table
 
 typedef struct multi_grid {
     qg_index base;
