@@ -48,8 +48,11 @@
 // leaves the fat box makes a new one and files it at once (no allocation),
 // so the layer is exact between any two calls, qg_cleanup or not.
 //
-// Memory: 97 bytes a dynamic element (a 64-byte entry, 16 bytes of grid
-// buckets, its 16-byte box in the engine and a busy byte), with the static
+// A move inside the fat box tests one box (engine.h: inner, the fat box
+// cut to the static cache's), stores the box and returns.
+//
+// Memory: 113 bytes a dynamic element (a 64-byte entry, 16 bytes of grid
+// buckets, its 16-byte box and inner box in the engine and a busy byte), with the static
 // caches (allocated only while the index has static elements or elements
 // in this layer); the kind then holds none of them.
 #ifndef QG_FAT_LAYER_H

@@ -28,7 +28,8 @@
 // the fat boxes are never decides a pair, only the speed.
 //
 // Memory: 220 bytes a dynamic element (a 188-byte entry, a 16-byte fat box,
-// 16 bytes of refill sort keys) plus a bit, allocated only while the index
+// 16 bytes of refill sort keys) plus two bits (stale, full: the join's one
+// test an entry, engine.h), allocated only while the index
 // has static elements (with the fat layer's arrays, fat_layer.h).
 #ifndef QG_STATIC_CACHE_H
 #define QG_STATIC_CACHE_H
