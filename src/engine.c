@@ -1124,7 +1124,8 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
                               e->dbox_cap < e->dyn_count || e->fl.entry_cap < e->dyn_count ||
                               e->fl.busy_cap < e->dyn_count + 16 ||
                               e->fl.heads_cap < (int64_t)QG_FAT_BUCKETS * e->dyn_count ||
-                              (int64_t)e->stale_cap * 64 < e->dyn_count || (int64_t)e->full_cap * 64 < e->dyn_count ||
+                              (int64_t)e->stale_cap * 64 < e->dyn_count ||
+                              (int64_t)e->full_cap * 64 < e->dyn_count ||
                               e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))))
         return QG_ERR_INVALID;
     for (int32_t i = 0; e->cache != NULL && i < e->dyn_count; ++i) {
@@ -1140,13 +1141,12 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
         // The join tests the bits, not the entry: full is the entry's count,
         // and once every entry was filled for the layer's generation, one
         // filled for another (a blank one) is stale.
-        const bool stale = e->stale[i >> 6] >> (i & 63) & 1;
-        if ((bool)(e->full[i >> 6] >> (i & 63) & 1) != (c->count > QG_CACHE_ITEMS) ||
-            (e->cache_gen == e->layer.gen && c->gen != e->layer.gen && !stale))
-            return QG_ERR_INVALID;
         // The join trusts a filled entry that is not stale to be inside its
         // fat box.
-        if (c->gen == e->layer.gen && !(e->stale[i >> 6] >> (i & 63) & 1) && qg_cache_left(e->fat[i], e->dbox[i]))
+        const bool stale = e->stale[i >> 6] >> (i & 63) & 1;
+        if ((bool)(e->full[i >> 6] >> (i & 63) & 1) != (c->count > QG_CACHE_ITEMS) ||
+            (e->cache_gen == e->layer.gen && c->gen != e->layer.gen && !stale) ||
+            (c->gen == e->layer.gen && !stale && qg_cache_left(e->fat[i], e->dbox[i])))
             return QG_ERR_INVALID;
         // An element in the kind: its box here is the kind's.
         if (!(e->flags[e->dyn[i]] & QG_F_FAT) && memcmp(&e->dbox[i], &index->boxes[e->dyn[i]], sizeof(qg_rect)) != 0)

@@ -158,14 +158,16 @@ void qg_engine_unmove_fat(qg_index *index, qg_handle h, qg_rect old);
 /// Makes the dynamic elements' caches of static items (static_cache.h);
 /// without memory for them, nothing changes.
 void qg_engine_make_cache(qg_index *index);
-/// Makes position p's inner box again (after its fat box in the layer or
-/// its cache's changed).
+/// The inner box position p's fat boxes give (the layer's cut to its
+/// cache's, the max side negated).
 static inline qg_rect qg_engine_inner_of(const qg_engine *e, int32_t p)
 {
     const qg_rect a = e->fl.entry[p].fat, b = e->fat[p];
     return (qg_rect){a.min_x > b.min_x ? a.min_x : b.min_x, a.min_y > b.min_y ? a.min_y : b.min_y,
                      -(a.max_x < b.max_x ? a.max_x : b.max_x), -(a.max_y < b.max_y ? a.max_y : b.max_y)};
 }
+/// Makes position p's inner box again (after its fat box in the layer or
+/// its cache's changed).
 static inline void qg_engine_inner(qg_engine *e, int32_t p)
 {
     e->inner[p] = qg_engine_inner_of(e, p);
@@ -198,11 +200,11 @@ static inline void qg_engine_moved(qg_index *index, qg_handle h, qg_rect box)
         qg_engine_make_cache(index);
     }
 }
+/// The body of a kind's move_one (QG_KIND_CLASS): `move` is a constant in
+/// each, so it is called directly.
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-/// The body of a kind's move_one (QG_KIND_CLASS): `move` is a constant in
-/// each, so it is called directly.
 static inline qg_status qg_kind_move_one(qg_index *index, qg_handle h, qg_rect box,
                                          qg_status (*move)(qg_index *, qg_txn *, qg_handle, qg_rect))
 {

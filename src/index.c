@@ -217,15 +217,17 @@ static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
         // that stays inside its fat box. Inside a finite box, the new box is
         // finite and not NaN; its order is checked with it, in one test.
         const int32_t p = e->dyn_pos[handle];
-        if (qg_rect_inside_negated(box, &e->inner[p].min_x) && e->layer.live > 0 && !e->fl.off) {
-            qg_rect_store(&e->dbox[p], box); // inside both fat boxes
-            return QG_OK;
-        }
-        if (qg_rect_inside_ordered(box, e->fl.entry[p].fat) && e->layer.live > 0 && !e->fl.off) {
-            qg_rect_store(&e->dbox[p], box);
-            if (qg_cache_left(e->fat[p], box))
-                qg_engine_mark_stale(e, p);
-            return QG_OK;
+        if (e->layer.live > 0 && !e->fl.off) {
+            if (qg_rect_inside_negated(box, &e->inner[p].min_x)) {
+                qg_rect_store(&e->dbox[p], box); // inside both fat boxes
+                return QG_OK;
+            }
+            if (qg_rect_inside_ordered(box, e->fl.entry[p].fat)) {
+                qg_rect_store(&e->dbox[p], box);
+                if (qg_cache_left(e->fat[p], box))
+                    qg_engine_mark_stale(e, p);
+                return QG_OK;
+            }
         }
         return box_valid(box) ? qg_engine_move_fat_slow(index, handle, box) : QG_ERR_INVALID;
     }

@@ -324,8 +324,6 @@ static inline bool qg_box_valid(qg_rect b)
 #    define QG_NOINLINE
 #endif
 
-
-
 /// A handle's term in the sums a kind's qg_validate compares to prove each
 /// element listed once without memory (splitmix64's finaliser): the listed
 /// entries' terms sum to the live handles', and a handle twice with another

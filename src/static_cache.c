@@ -236,10 +236,12 @@ static inline unsigned cache_hits(const qg_static_cache *c, qg_rect b)
 /// shuffle).
 __attribute__((target("avx2"))) static inline unsigned cache_hits_wide(const qg_static_cache *c, const qg_rect *b)
 {
-    const __m256 x = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_x), _mm256_broadcast_ss(&b->max_x), _CMP_LE_OQ),
-                                   _mm256_cmp_ps(_mm256_broadcast_ss(&b->min_x), _mm256_loadu_ps(c->max_x), _CMP_LE_OQ));
-    const __m256 y = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_y), _mm256_broadcast_ss(&b->max_y), _CMP_LE_OQ),
-                                   _mm256_cmp_ps(_mm256_broadcast_ss(&b->min_y), _mm256_loadu_ps(c->max_y), _CMP_LE_OQ));
+    const __m256 x0 = _mm256_broadcast_ss(&b->min_x), y0 = _mm256_broadcast_ss(&b->min_y);
+    const __m256 x1 = _mm256_broadcast_ss(&b->max_x), y1 = _mm256_broadcast_ss(&b->max_y);
+    const __m256 x = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_x), x1, _CMP_LE_OQ),
+                                   _mm256_cmp_ps(x0, _mm256_loadu_ps(c->max_x), _CMP_LE_OQ));
+    const __m256 y = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(c->min_y), y1, _CMP_LE_OQ),
+                                   _mm256_cmp_ps(y0, _mm256_loadu_ps(c->max_y), _CMP_LE_OQ));
     return (unsigned)_mm256_movemask_ps(_mm256_and_ps(x, y));
 }
 #endif
@@ -290,8 +292,9 @@ static inline uint64_t bits_at(const uint64_t *w, int64_t words, int64_t at)
 __attribute__((always_inline))
 #endif
 static inline bool cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
-                              const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn,
-                              void *user, qg_query_stats *stats, bool wide)
+                              const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n,
+                              const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
+                              qg_query_stats *stats, bool wide)
 {
     const uint32_t kills = layer->kills;
     qg_handle miss[CACHE_MISS_RUN];
@@ -374,8 +377,9 @@ __attribute__((target("avx2"))) static bool cache_join_wide(const qg_static_laye
 #endif
 
 bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
-                   const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
-                   qg_query_stats *stats, bool wide)
+                   const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n,
+                   const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user, qg_query_stats *stats,
+                   bool wide)
 {
 #if defined(QG_CACHE_AVX2)
     if (wide)

@@ -86,8 +86,9 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
 /// layer's generation, hold every item their fat boxes overlap, and their
 /// boxes are inside their fat boxes.
 bool qg_cache_join(const qg_static_layer *layer, const qg_static_cache *cache, const uint64_t *stale,
-                   const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n, const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user,
-                   qg_query_stats *stats, bool wide);
+                   const uint64_t *full, int64_t words, int32_t base, const qg_rect *dbox, int32_t n,
+                   const uint8_t *flags, const qg_filter *filters, qg_pair_fn *fn, void *user, qg_query_stats *stats,
+                   bool wide);
 
 /// Checks entry c (fat box `fat`) against the layer; false when an item the
 /// fat box overlaps is missing or one it holds should not be there.
