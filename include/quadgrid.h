@@ -65,17 +65,26 @@ typedef enum qg_status {
     QG_ERR_CAPACITY = -4,
 } qg_status;
 
-/// The index kinds. README.md says which to choose for which scene.
+/// The index kinds, one line each: X(ENUM, name, summary). The enum below,
+/// qg_kind_name, the library's class table, the tests, CI and the bench all
+/// derive from this list, so a new kind is one line here plus its files.
+/// docs/kinds.md says which to choose for which scene.
+#define QG_KIND_LIST(X)                                                                              \
+    X(QUADTREE, quadtree, "tight quadtree, 8-byte nodes, deferred cleanup")                         \
+    X(LOOSE_QUADTREE, loose_quadtree, "loose quadtree, one leaf per element")                       \
+    X(LEVEL_QUADTREE, level_quadtree, "complete preallocated quadtree, O(1) insert/remove")         \
+    X(BUCKET_QUADTREE, bucket_quadtree, "the classic textbook bucket quadtree")                     \
+    X(GRID, grid, "uniform grid, 4-byte cells, row lists")                                          \
+    X(MULTI_GRID, multi_grid, "fine grid plus coarse occupancy levels")                             \
+    X(LOOSE_GRID, loose_grid, "loose/tight double grid")                                            \
+    X(POINT_GRID, point_grid, "one point (the min corner) per element, in size levels")             \
+    X(BRUTE_FORCE, brute_force, "flat array; the oracle every test compares with")
+
+/// The index kinds: QG_QUADTREE, QG_LOOSE_QUADTREE, ... (QG_KIND_LIST).
 typedef enum qg_kind {
-    QG_QUADTREE,        ///< tight quadtree, 8-byte nodes, deferred cleanup
-    QG_LOOSE_QUADTREE,  ///< loose quadtree, one leaf per element
-    QG_LEVEL_QUADTREE,  ///< complete preallocated quadtree, O(1) insert/remove
-    QG_BUCKET_QUADTREE, ///< the classic textbook bucket quadtree
-    QG_GRID,            ///< uniform grid, 4-byte cells, row lists
-    QG_MULTI_GRID,      ///< fine grid plus coarse occupancy levels
-    QG_LOOSE_GRID,      ///< loose/tight double grid
-    QG_POINT_GRID,      ///< one point (the min corner) per element, in size levels
-    QG_BRUTE_FORCE,     ///< flat array; the oracle every test compares with
+#define QG_KIND_ENUM_(NAME, name, summary) QG_##NAME,
+    QG_KIND_LIST(QG_KIND_ENUM_)
+#undef QG_KIND_ENUM_
     QG_KIND_COUNT
 } qg_kind;
 
@@ -226,8 +235,8 @@ typedef void qg_visit_fn(qg_rect cell, int depth, int32_t elements, void *user);
 /// Calls fn for every node or cell, for drawing.
 QG_API void qg_visit(const qg_index *index, qg_visit_fn *fn, void *user);
 
-/// "quadtree", "loose_quadtree", "level_quadtree", "bucket_quadtree", "grid",
-/// "multi_grid", "loose_grid", "point_grid", "brute_force"; NULL if unknown.
+/// The kind's name in QG_KIND_LIST ("quadtree", "loose_quadtree", ...,
+/// "brute_force"); NULL if unknown.
 QG_API const char *qg_kind_name(qg_kind kind);
 
 /// The kind for a name given by qg_kind_name. QG_ERR_INVALID if unknown.

@@ -3,7 +3,7 @@
 // Every test compares the other kinds with this file, so it stays obviously
 // right: no tricks, no early outs beyond skipping free slots.
 #include "index_internal.h"
-#include "engine.h" // qg_kind_move_one, for the class table
+#include "engine/engine.h" // qg_kind_move_one, for the class table
 
 static qg_status brute_force_configure(qg_config *config)
 {

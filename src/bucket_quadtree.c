@@ -55,7 +55,7 @@
 //   child that holds its whole integer box). One node per element: each
 //   reported once.
 #include "tree_common.h"
-#include "engine.h" // qg_kind_move_one, for the class table
+#include "engine/engine.h" // qg_kind_move_one, for the class table
 
 #define BQ_BITS QG_TREE_BITS
 #define BQ_SIDE QG_TREE_SIDE

@@ -2,32 +2,15 @@
 // the kind's table. The base's element slots (boxes and the handle free list)
 // are managed here, so every kind gets handle checks, qg_get and qg_count for
 // free and cannot get them wrong.
-#include "engine.h"
+#include "engine/engine.h"
 
-/// The table of built kinds, indexed by qg_kind. NULL = not built yet.
-static const qg_kind_class *const kind_classes[QG_KIND_COUNT] = {
-    [QG_QUADTREE] = &qg_quadtree_class,
-    [QG_LOOSE_QUADTREE] = &qg_loose_quadtree_class,
-    [QG_LEVEL_QUADTREE] = &qg_level_quadtree_class,
-    [QG_BUCKET_QUADTREE] = &qg_bucket_quadtree_class,
-    [QG_GRID] = &qg_grid_class,
-    [QG_MULTI_GRID] = &qg_multi_grid_class,
-    [QG_LOOSE_GRID] = &qg_loose_grid_class,
-    [QG_POINT_GRID] = &qg_point_grid_class,
-    [QG_BRUTE_FORCE] = &qg_brute_force_class,
-};
-
-static const char *const kind_names[QG_KIND_COUNT] = {
-    [QG_QUADTREE] = "quadtree",
-    [QG_LOOSE_QUADTREE] = "loose_quadtree",
-    [QG_LEVEL_QUADTREE] = "level_quadtree",
-    [QG_BUCKET_QUADTREE] = "bucket_quadtree",
-    [QG_GRID] = "grid",
-    [QG_MULTI_GRID] = "multi_grid",
-    [QG_LOOSE_GRID] = "loose_grid",
-    [QG_POINT_GRID] = "point_grid",
-    [QG_BRUTE_FORCE] = "brute_force",
-};
+/// The table of kinds and their names, indexed by qg_kind (QG_KIND_LIST).
+#define KIND_CLASS_(NAME, name, summary) [QG_##NAME] = &qg_##name##_class,
+static const qg_kind_class *const kind_classes[QG_KIND_COUNT] = {QG_KIND_LIST(KIND_CLASS_)};
+#undef KIND_CLASS_
+#define KIND_NAME_(NAME, name, summary) [QG_##NAME] = #name,
+static const char *const kind_names[QG_KIND_COUNT] = {QG_KIND_LIST(KIND_NAME_)};
+#undef KIND_NAME_
 
 static bool box_valid(qg_rect b)
 {
@@ -198,44 +181,6 @@ qg_status qg_remove(qg_index *index, qg_handle handle)
     return QG_OK;
 }
 
-/// qg_move of an element the kind does not hold: out of line, so the
-/// kind's path keeps its shape (`agents` measured it: a check ahead of it
-/// cost 2-5% there).
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static qg_status move_engine(qg_index *index, qg_handle handle, qg_rect box)
-{
-    // qg_move found the slot (in range) dead in the kind: live here only
-    // in a layer.
-    qg_engine *e = index->engine;
-    if (e == NULL)
-        return QG_ERR_HANDLE;
-    const uint8_t f = e->flags[handle];
-    if (f & QG_F_FAT) {
-        // The common case: an element of the fat layer (a level's agent)
-        // that stays inside its fat box. Inside a finite box, the new box is
-        // finite and not NaN; its order is checked with it, in one test.
-        const int32_t p = e->dyn_pos[handle];
-        if (e->layer.live > 0 && !e->fl.off) {
-            if (qg_rect_inside_negated(box, &e->inner[p].min_x)) {
-                qg_rect_store(&e->dbox[p], box); // inside both fat boxes
-                return QG_OK;
-            }
-            if (qg_rect_inside_ordered(box, e->fl.entry[p].fat)) {
-                qg_rect_store(&e->dbox[p], box);
-                if (qg_cache_left(e->fat[p], box))
-                    qg_engine_mark_stale(e, p);
-                return QG_OK;
-            }
-        }
-        return box_valid(box) ? qg_engine_move_fat_slow(index, handle, box) : QG_ERR_INVALID;
-    }
-    if (!(f & QG_F_LAYER))
-        return QG_ERR_HANDLE;
-    return box_valid(box) ? qg_engine_move_layer(index, handle, box) : QG_ERR_INVALID;
-}
-
 qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
 {
     // A dispatcher without a frame: the kind's path needs one (a
@@ -252,7 +197,7 @@ qg_status qg_move(qg_index *index, qg_handle handle, qg_rect box)
     uint32_t bits;
     memcpy(&bits, &index->boxes[handle].min_x, sizeof bits);
     if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
-        return move_engine(index, handle, box);
+        return qg_engine_move(index, handle, box);
     return index->klass->move_one(index, handle, box);
 }
 
@@ -407,14 +352,13 @@ qg_status qg_validate(const qg_index *index)
             return QG_ERR_INVALID;
     }
     // Static elements in the layer hold dead-looking slots off the list.
-    const int32_t layered =
-        index->engine != NULL ? index->engine->layer.live + index->engine->fl.count : 0;
+    const int32_t layered = qg_engine_held(index);
     if (free_count != index->box_high - live - layered)
         return QG_ERR_INVALID;
     size_t bytes = index->klass->size + (size_t)index->box_capacity * sizeof(qg_rect);
     if (index->engine != NULL) {
         for (int32_t h = index->free_head; h >= 0; h = slot_next_free(index, h))
-            if (index->engine->flags[h] & (QG_F_LAYER | QG_F_FAT))
+            if (qg_engine_in_layer(index, h))
                 return QG_ERR_INVALID;
         qg_status s = qg_engine_validate(index, &bytes);
         if (s != QG_OK)
@@ -533,11 +477,7 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     int32_t i = 0;
     for (; i < n; ++i) {
         old[i] = qg_element_box(index, handles[i]);
-        layer_pos[i] = -1;
-        if (!qg_slot_live(index, handles[i]) && (index->engine->flags[handles[i]] & QG_F_LAYER))
-            memcpy(&layer_pos[i], &index->boxes[handles[i]].min_y, sizeof(int32_t));
-        else if (!qg_slot_live(index, handles[i]))
-            layer_pos[i] = -2; // in the fat layer: its move may take it to the kind
+        layer_pos[i] = qg_engine_place(index, handles[i]); // -2, fat: its move may take it to the kind
         s = qg_move(index, handles[i], boxes[i]);
         if (s != QG_OK)
             break;
@@ -596,87 +536,6 @@ static void move_check_part(int32_t begin, int32_t end, int32_t worker, void *co
         }
         qg_move_checks_note(c, p, (int32_t)i, fault, twice);
     }
-}
-
-/// The merge of the parts' maps: part p takes its share of the words and
-/// notes whether two maps share a bit there (a handle two parts list).
-typedef struct move_merge_task {
-    const uint64_t *seen; ///< `maps` maps of `words` words
-    size_t words;
-    int32_t maps, parts;
-    bool twice[QG_CHECK_PARTS];
-} move_merge_task;
-
-static void move_merge_part(int32_t begin, int32_t end, int32_t worker, void *context)
-{
-    (void)worker;
-    move_merge_task *m = context;
-    for (int32_t p = begin; p < end; ++p) {
-        int64_t w0, w1;
-        qg_part_range((int64_t)m->words, p, m->parts, &w0, &w1);
-        bool twice = false;
-        for (int64_t w = w0; w < w1; ++w) {
-            uint64_t acc = 0;
-            for (int32_t q = 0; q < m->maps; ++q) {
-                const uint64_t v = m->seen[(size_t)q * m->words + (size_t)w];
-                twice |= (acc & v) != 0;
-                acc |= v;
-            }
-        }
-        m->twice[p] = twice;
-    }
-}
-
-/// True when two of the maps share a bit: a handle two parts listed.
-static bool move_maps_share(const qg_jobs *jobs, const uint64_t *seen, size_t words, int32_t maps)
-{
-    move_merge_task m;
-    m.seen = seen;
-    m.words = words;
-    m.maps = maps;
-    m.parts = jobs == NULL ? 1 : jobs->worker_count < QG_CHECK_PARTS ? jobs->worker_count : QG_CHECK_PARTS;
-    qg_jobs_run(m.parts > 1 ? jobs : NULL, move_merge_part, m.parts, &m);
-    bool twice = false;
-    for (int32_t p = 0; p < m.parts; ++p)
-        twice |= m.twice[p];
-    return twice;
-}
-
-qg_status qg_move_checks_begin(qg_move_checks *c, qg_index *index, int32_t workers, int32_t n)
-{
-    c->index = index;
-    c->n = n;
-    c->workers = workers;
-    c->words = ((size_t)index->box_high + 63) / 64;
-    const size_t bytes = (size_t)c->workers * c->words * sizeof(uint64_t);
-    c->seen = qg_mem_alloc(&index->alloc, bytes);
-    if (c->seen == NULL)
-        return QG_ERR_NOMEM;
-    memset(c->seen, 0, bytes);
-    for (int32_t w = 0; w < c->workers; ++w) {
-        c->w[w].bad = n;
-        c->w[w].status = QG_OK;
-        c->w[w].twice = false;
-    }
-    return QG_OK;
-}
-
-qg_status qg_move_checks_end(qg_move_checks *c, const qg_jobs *jobs)
-{
-    int32_t bad = c->n;
-    qg_status status = QG_OK;
-    bool twice = false;
-    for (int32_t w = 0; w < c->workers; ++w) {
-        if (c->w[w].bad < bad) {
-            bad = c->w[w].bad;
-            status = c->w[w].status;
-        }
-        twice |= c->w[w].twice;
-    }
-    if (status == QG_OK && !twice && c->workers > 1)
-        twice = move_maps_share(jobs, c->seen, c->words, c->workers);
-    qg_mem_free(&c->index->alloc, c->seen, (size_t)c->workers * c->words * sizeof(uint64_t));
-    return status != QG_OK ? status : twice ? QG_ERR_INVALID : QG_OK;
 }
 
 qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, const qg_rect *boxes,

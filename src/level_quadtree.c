@@ -54,7 +54,7 @@
 //   every point the mapping sends into the cell, so the box of every element
 //   at or below the node. Each element is in one node: reported once.
 #include "tree_common.h"
-#include "engine.h" // qg_kind_move_one, for the class table
+#include "engine/engine.h" // qg_kind_move_one, for the class table
 
 /// Deepest level a caller may ask for: level 11 is 4^11 cells, 5.6 million
 /// nodes (45 MB) in all. Deeper requests are clamped to it.

@@ -64,7 +64,7 @@
 //   a leaf fills and splits while hot: a bulk build of 1,000,000 boxes takes
 //   about half the time.
 #include "tree_common.h"
-#include "engine.h" // qg_kind_move_one, for the class table
+#include "engine/engine.h" // qg_kind_move_one, for the class table
 
 #define LQ_BITS QG_TREE_BITS
 #define LQ_SIDE QG_TREE_SIDE

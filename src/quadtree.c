@@ -104,7 +104,7 @@
 //   QG_ERR_NOMEM. Left serial: those splits and qg_cleanup's merge walk; 2
 //   threads gave 1.8-1.9x at 1,000,000 (README).
 #include "tree_common.h"
-#include "engine.h" // qg_kind_move_one, for the class table
+#include "engine/engine.h" // qg_kind_move_one, for the class table
 
 #include <stdatomic.h>
 

@@ -14,7 +14,7 @@
 // or every element); the k best so far live in the caller's handles array
 // as a max-heap keyed by (distance2, handle), distances recomputed from the
 // base's boxes, so the call never allocates.
-#include "engine.h"
+#include "engine/engine.h"
 #include "query_util.h"
 
 /// The generic forms' query: the kind's elements, then the static layer's.

@@ -8,7 +8,7 @@
 #ifndef QG_QUERY_UTIL_H
 #define QG_QUERY_UTIL_H
 
-#include "engine.h"
+#include "engine/engine.h"
 
 /// The hit test's core, the formula of qg_ray_box (the `rays` workload's)
 /// with the direction's inverses given (ix = 1 / dx, iy = 1 / dy, anything

@@ -5,6 +5,7 @@
  * to count one realloc, or counts a block it freed, fails here first. */
 #include "test_util.h"
 
+#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <setjmp.h>
@@ -138,13 +139,22 @@ static void test_default_config(void **state)
 static void test_kind_names(void **state)
 {
     (void)state;
-    static const char *const names[QG_KIND_COUNT] = {
-        "quadtree", "loose_quadtree", "level_quadtree", "bucket_quadtree", "grid",
-        "multi_grid", "loose_grid", "point_grid", "brute_force"};
+    /* The list's names, and its enum names: each kind's name is its enum
+     * name in lower case (QG_KIND_LIST writes both, so a line with the two
+     * out of step is caught here). */
+#define NAME_(NAME, name, summary) #name,
+#define ENUM_(NAME, name, summary) #NAME,
+    static const char *const names[QG_KIND_COUNT] = {QG_KIND_LIST(NAME_)};
+    static const char *const enums[QG_KIND_COUNT] = {QG_KIND_LIST(ENUM_)};
+#undef NAME_
+#undef ENUM_
     for (int k = 0; k < QG_KIND_COUNT; k++) {
         const char *n = qg_kind_name((qg_kind)k);
         assert_non_null(n);
         assert_string_equal(n, names[k]);
+        assert_int_equal(strlen(n), strlen(enums[k]));
+        for (size_t c = 0; n[c] != '\0'; c++)
+            assert_int_equal(n[c], tolower((unsigned char)enums[k][c]));
         qg_kind back = QG_KIND_COUNT;
         assert_int_equal(qg_kind_from_name(n, &back), QG_OK);
         assert_int_equal(back, k);

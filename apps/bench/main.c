@@ -62,10 +62,11 @@ static const char *workload_name(workload w) {
 /* ------------------------------------------------------------------------ */
 /* The implementations                                                      */
 
-static const qg_kind qg_kinds[QG_KIND_COUNT] = {
-    QG_QUADTREE,   QG_LOOSE_QUADTREE, QG_LEVEL_QUADTREE, QG_BUCKET_QUADTREE, QG_GRID,
-    QG_MULTI_GRID, QG_LOOSE_GRID,     QG_POINT_GRID,     QG_BRUTE_FORCE,
-};
+/* Every kind of QG_KIND_LIST, each a peer of the bench (its config points
+ * at its entry). */
+#define BENCH_KIND_(NAME, name, summary) QG_##NAME,
+static const qg_kind qg_kinds[QG_KIND_COUNT] = {QG_KIND_LIST(BENCH_KIND_)};
+#undef BENCH_KIND_
 
 /* A peer runs the workloads its tables have: `vt` all but level, `level`
  * the level workload (Box2D's level is its b2BroadPhase, a peer of its own

@@ -4,7 +4,7 @@
 // overview of the kind is in loose_grid.h; world.c owns the re-sort, the
 // relink and the re-fit, pairs.c the pair search.
 #include "loose_grid.h"
-#include "../engine.h" // qg_kind_move_one, for the class table
+#include "../engine/engine.h" // qg_kind_move_one, for the class table
 #include "../query_util.h"
 
 /// Links loose cell i into the tight cells of `grown` that are not in `had`

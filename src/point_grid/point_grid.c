@@ -4,7 +4,7 @@
 // overview of the kind is in point_grid.h; world.c owns the levels' worlds
 // and re-sorts, pairs.c and pairs_avx2.c the pair search.
 #include "point_grid.h"
-#include "../engine.h" // qg_kind_move_one, for the class table
+#include "../engine/engine.h" // qg_kind_move_one, for the class table
 
 /// Adds h (box already in boxes[h], hb[h] naming level k) to level k's
 /// tail, or rebuilds the level when the tail is full. The caller has made

@@ -1,6 +1,6 @@
 // QG_GRID: the uniform grid of "Fundamentals" with row-based optimizations
 // (seed 003, parts 2 and 7). The structure and its operations live in
-// grid_rows.h, shared with QG_MULTI_GRID:
+// rows.h, shared with QG_MULTI_GRID:
 //
 // - 4-byte cells: the int32 head of a singly-linked index list, -1 = empty.
 // - An element is stored once (the base's box array) and has an element node
@@ -33,7 +33,7 @@
 // - Queries and pairs walk rows in order and report each element or pair in
 //   the one wrapped cell holding the top-left corner of the overlap: no
 //   visited set, even where ranges wrap.
-// - Several cores (grid_rows.h, gr_pairs_part and gr_move_many): the pair
+// - Several cores (rows.h, gr_pairs_part and gr_move_many): the pair
 //   search splits into bands of rows balanced by element nodes; a pair is
 //   reported in one wrapped cell, which lies in one band, so each pair comes
 //   from exactly one part, torus wrap included (the wide list's pairs
@@ -43,7 +43,7 @@
 //   stores its share of the boxes and relinks its own band of rows, unlinks
 //   before links. Cleanup only frees emptied rows: it stays serial.
 // - Ray casts and nearest searches (issue 13) walk the cells themselves
-//   (grid_rows.h, gr_raycast / gr_nearest, shared with QG_MULTI_GRID). A
+//   (rows.h, gr_raycast / gr_nearest, shared with QG_MULTI_GRID). A
 //   ray goes row by row in the direction of dy and along each row in the
 //   direction of dx over the unwrapped cells its segment crosses, widened
 //   by a hair for rounding (a cell lists every element overlapping it: no
@@ -66,8 +66,12 @@
 // - qg_insert_many writes each row's new nodes cell by cell, so a cell's
 //   list is contiguous after a bulk build (one-at-a-time inserts leave
 //   them in insertion order): a walk then reads a line or two per cell.
-#include "grid_rows.h"
-#include "engine.h" // qg_kind_move_one, for the class table
+#include "update.h"
+#include "search.h"
+#include "batch.h"
+#include "check.h"
+#include "rays.h"
+#include "../engine/engine.h" // qg_kind_move_one, for the class table
 
 typedef struct grid {
     qg_index base;

@@ -1219,3 +1219,35 @@ void qg_engine_visit(const qg_index *index, qg_visit_fn *fn, void *user)
         fn(r, 0, l->start[lv->base + lv->table] - l->start[lv->base], user);
     }
 }
+
+qg_status qg_engine_move(qg_index *index, qg_handle handle, qg_rect box)
+{
+    // qg_move found the slot (in range) dead in the kind: live here only
+    // in a layer.
+    qg_engine *e = index->engine;
+    if (e == NULL)
+        return QG_ERR_HANDLE;
+    const uint8_t f = e->flags[handle];
+    if (f & QG_F_FAT) {
+        // The common case: an element of the fat layer (a level's agent)
+        // that stays inside its fat box. Inside a finite box, the new box is
+        // finite and not NaN; its order is checked with it, in one test.
+        const int32_t p = e->dyn_pos[handle];
+        if (e->layer.live > 0 && !e->fl.off) {
+            if (qg_rect_inside_negated(box, &e->inner[p].min_x)) {
+                qg_rect_store(&e->dbox[p], box); // inside both fat boxes
+                return QG_OK;
+            }
+            if (qg_rect_inside_ordered(box, e->fl.entry[p].fat)) {
+                qg_rect_store(&e->dbox[p], box);
+                if (qg_cache_left(e->fat[p], box))
+                    qg_engine_mark_stale(e, p);
+                return QG_OK;
+            }
+        }
+        return qg_box_valid(box) ? qg_engine_move_fat_slow(index, handle, box) : QG_ERR_INVALID;
+    }
+    if (!(f & QG_F_LAYER))
+        return QG_ERR_HANDLE;
+    return qg_box_valid(box) ? qg_engine_move_layer(index, handle, box) : QG_ERR_INVALID;
+}
