@@ -33,7 +33,7 @@ extern "C" {
 
 /// Library version.
 #define QG_VERSION_MAJOR 0
-#define QG_VERSION_MINOR 1
+#define QG_VERSION_MINOR 2
 #define QG_VERSION_PATCH 0
 
 /// A closed axis-aligned box: a point has min == max. Stored boxes must be
