@@ -261,7 +261,7 @@ QG_API qg_status qg_validate(const qg_index *index);
 typedef float qg_ray_fn(qg_handle handle, float t, void *user);
 
 /// The hit test every ray call uses, exactly the formula of the `rays` workload
-/// (../shared/workloads.md): true when the segment origin + t*(dx,dy), t in
+/// (docs/workloads.md): true when the segment origin + t*(dx,dy), t in
 /// [0, max_t], touches the closed box; *t = the entry parameter (0 inside).
 /// Per axis with a non-zero direction the slab parameters (min - o) / d and
 /// (max - o) / d narrow [0, max_t] (a NaN parameter, from a direction so

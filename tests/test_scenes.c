@@ -3,7 +3,7 @@
  * user would give (apps/common's qgw_scene_config). Every frame: the same
  * pairs as sets, the same answers to a few queries (one unbounded, some far
  * outside the bounds, some windows), and qg_validate. Plus the check values
- * of the `mixed` workload (../shared/workloads.md) and the exactness of the
+ * of the `mixed` workload (docs/workloads.md) and the exactness of the
  * huge and tiny scenes (agents scaled by 2^100 and 2^-100 give exactly the
  * agents' pairs).
  *
@@ -386,7 +386,7 @@ static void test_scene(void **state)
 
 /* ---- check values and exactness ---------------------------------------- */
 
-/* ../shared/workloads.md: mixed, frame 1 (after the first move). */
+/* docs/workloads.md: mixed, frame 1 (after the first move). */
 static void test_mixed_check_values(void **state)
 {
     (void)state;

@@ -1,6 +1,6 @@
 // quadgrid-crowd-walls: a crowd of agents with a few static walls, the scene
 // that decides where the engine's fat layer (src/fat_layer.h) is worth it.
-// Agents as in the `agents` workload (../shared/workloads.md; their own
+// Agents as in the `agents` workload (docs/workloads.md; their own
 // seeded generator here, not its draws), in a world `scale` times as wide
 // (scale 4: about the `level` workload's density), plus `walls` static 64x8
 // boxes. Every frame: a qg_move per agent, qg_cleanup, qg_pairs. Prints the

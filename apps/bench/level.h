@@ -1,5 +1,5 @@
 /* quadgrid-bench level: a static tile map and the agents that cross it
- * (../shared/workloads.md, section `level`). The scene, its reference, and
+ * (docs/workloads.md, section `level`). The scene, its reference, and
  * the pair-set difference that turns two frames' pairs into overlap events
  * for implementations without events of their own. The frames, medians and
  * output are main.c's, as for every other workload. */

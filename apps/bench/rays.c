@@ -1,4 +1,4 @@
-/* quadgrid-bench rays and knn (../shared/workloads.md, docs/benchmarks.md).
+/* quadgrid-bench rays and knn (docs/workloads.md, docs/benchmarks.md).
  *
  * Both run over the boxes of `static`: frame 0 of the agents generator for N.
  * rays: R segments drawn right after the boxes (the generator goes on, as

@@ -1,5 +1,5 @@
 /* quadgrid-bench rays and knn: segment casts and k nearest boxes over the
- * `static` boxes (docs/benchmarks.md, ../shared/workloads.md). */
+ * `static` boxes (docs/benchmarks.md, docs/workloads.md). */
 #ifndef QG_BENCH_RAYS_H
 #define QG_BENCH_RAYS_H
 

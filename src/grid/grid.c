@@ -1,5 +1,5 @@
-// QG_GRID: the uniform grid of "Fundamentals" with row-based optimizations
-// (seed 003, parts 2 and 7). The structure and its operations live in
+// QG_GRID: the uniform grid with row-based element lists (docs/kinds.md,
+// "grid"). The structure and its operations live in
 // rows.h, shared with QG_MULTI_GRID:
 //
 // - 4-byte cells: the int32 head of a singly-linked index list, -1 = empty.

@@ -1,6 +1,5 @@
-// QG_MULTI_GRID: a fine grid plus coarse occupancy levels (seed 003, part 2
-// "Edit: Fine/Coarse Grids"; part 7 "Uniform vs. Adaptive Grid",
-// "hierarchical bitset").
+// QG_MULTI_GRID: a fine grid plus coarse occupancy levels kept as a
+// hierarchical bitset (docs/kinds.md, "multi_grid").
 //
 // - The finest grid stores the elements exactly as QG_GRID does (rows.h:
 //   4-byte cells, row-based free-listed node arrays, NULL empty rows, rows

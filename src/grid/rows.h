@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The uniform grid with row-based element lists that QG_GRID is and that
-// QG_MULTI_GRID refines (seed 003, part 2 "Fundamentals", "Row-Based
-// Optimizations"; part 7 "Row-Based Optimizations", "hierarchical bitset").
+// QG_MULTI_GRID refines (docs/kinds.md, "grid" and "multi_grid").
 // Shared by src/grid/grid.c and src/grid/multi_grid.c only. The family's
 // headers, by what they do: rows.h (this one: the layout, sizes, memory,
 // the bitset, links), update.h (insert, remove, move), search.h (queries and

@@ -92,7 +92,7 @@ typedef struct bench_vtable {
                     int32_t *found);
 } bench_vtable;
 
-/* ---- The `level` workload (../shared/workloads.md): a static tile map and
+/* ---- The `level` workload (docs/workloads.md): a static tile map and
  * the agents that cross it. Elements are numbered as the workload numbers
  * them: tiles 0..s-1, then agents s..s+a-1. */
 
