@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The benchmark results kept as data, per machine (Box2D's benchmark/results).
+
+  scripts/bench.py run [--machine NAME] [--quick] [--bench PATH]
+      runs quadgrid-bench's standard set and writes one CSV a workload to
+      bench/results/<machine>/<workload>.csv, and machine.txt (CPU, cores,
+      compiler, date). NAME defaults to the CPU model and core count
+      (e.g. amd-epyc-2c).
+  scripts/bench.py report
+      regenerates the tables between the markers in docs/benchmarks.md from
+      every bench/results/<machine>/, and the plots bench/results/<machine>/*.png
+      when gnuplot is there.
+
+Only the standard library: a fresh Debian machine has python3 and nothing else.
+"""
+import argparse
+import csv
+import datetime
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+BEGIN, END = "<!-- results:begin (scripts/bench.py report) -->", "<!-- results:end -->"
+
+# The standard set: (file, workload, arguments). --quick divides the sizes
+# and frames for a smoke run; the kept results are full runs.
+STANDARD = [
+    ("agents", "agents", ["--kind", "all", "--n", "100000", "--frames", "30"]),
+    ("agents_1m", "agents", ["--kind", "all", "--n", "1000000", "--frames", "10"]),
+    ("mixed", "mixed", ["--kind", "all", "--n", "100000", "--frames", "30"]),
+    ("level", "level", ["--kind", "all", "--n", "100000", "--frames", "30"]),
+    ("scenes", "scenes", ["--n", "100000", "--frames", "10"]),
+    ("static", "static", ["--kind", "all", "--n", "1000000", "--queries", "100000"]),
+    ("rays", "rays", ["--kind", "all", "--n", "1000000", "--queries", "20000"]),
+    ("knn", "knn", ["--kind", "all", "--n", "1000000", "--queries", "20000"]),
+]
+
+
+def cpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return platform.processor() or platform.machine()
+
+
+def default_machine():
+    slug = re.sub(r"[^a-z0-9]+", "-", cpu_model().lower()).strip("-")
+    return f"{slug}-{os.cpu_count()}c"
+
+
+def quick_args(args):
+    """Sizes and frames cut by 10 (at least 1,000 elements, 3 frames)."""
+    out = list(args)
+    for flag, low in (("--n", 1000), ("--frames", 3), ("--queries", 100)):
+        if flag in out:
+            i = out.index(flag) + 1
+            out[i] = str(max(low, int(out[i]) // 10))
+    return out
+
+
+def rows_of(text, fmt):
+    """The bench's output as dicts: CSV (one header a run) or JSON lines."""
+    if fmt == "json":
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    rows, header = [], None
+    for line in text.splitlines():
+        if line.startswith("workload,"):
+            header = line.split(",")
+        elif header and line:
+            rows.append(dict(zip(header, next(csv.reader([line])))))
+    return rows
+
+
+def run(opts):
+    bench = opts.bench or os.path.join(ROOT, "build", "apps", "bench", "quadgrid-bench")
+    if not os.access(bench, os.X_OK):
+        sys.exit(f"bench.py: no quadgrid-bench at {bench} (build first: scripts/test.sh or cmake)")
+    machine = opts.machine or default_machine()
+    folder = os.path.join(RESULTS, machine)
+    os.makedirs(folder, exist_ok=True)
+    only = set(opts.only.split(",")) if opts.only else None
+    for name, workload, args in STANDARD:
+        if only and name not in only:
+            continue
+        args = quick_args(args) if opts.quick else args
+        fmt = "json" if workload == "scenes" else "csv"
+        cmd = [bench, workload, *args, "--" + fmt]
+        print("bench.py:", " ".join(cmd[1:]), file=sys.stderr, flush=True)
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode not in (0,):
+            sys.stderr.write(done.stderr[-2000:])
+            sys.exit(f"bench.py: {workload} failed with status {done.returncode}")
+        rows = rows_of(done.stdout, fmt)
+        if not rows:
+            sys.exit(f"bench.py: {workload} printed no results")
+        keys = list(rows[0].keys())
+        for r in rows[1:]:
+            keys += [k for k in r if k not in keys]
+        with open(os.path.join(folder, name + ".csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+    cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()
+    with open(os.path.join(folder, "machine.txt"), "w") as f:
+        f.write(f"cpu: {cpu_model()}\ncores: {os.cpu_count()}\n")
+        f.write(f"compiler: {cc[0] if cc else 'unknown'}\n")
+        f.write(f"date: {datetime.date.today().isoformat()}\n")
+        f.write(f"quick: {'yes' if opts.quick else 'no'}\n")
+    print(f"bench.py: wrote {os.path.relpath(folder, ROOT)}", file=sys.stderr)
+
+
+def read(folder, name):
+    path = os.path.join(folder, name + ".csv")
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def fnum(v, digits=3):
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if x < 0:
+        return "-"
+    return f"{x:,.{digits}f}"
+
+
+def kib(v):
+    try:
+        return f"{int(v) / 1024:,.0f}"
+    except (TypeError, ValueError):
+        return "-"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def frame_table(rows, extra=()):
+    """Kinds and peers by total frame time, fastest first."""
+    rows = sorted(rows, key=lambda r: float(r["total_ms"]))
+    best = float(rows[0]["total_ms"]) if rows else 1.0
+    body = []
+    for r in rows:
+        body.append([f"`{r['kind']}`", fnum(r["update_ms"]), fnum(r["pairs_ms"]), fnum(r["total_ms"]),
+                     f"{float(r['total_ms']) / best:.2f}", kib(r.get("index_bytes"))] +
+                    [r.get(k, "") for k in extra])
+    return table(["kind", "update ms", "pairs ms", "frame ms", "x fastest", "index KiB"] + list(extra), body)
+
+
+def scenes_table(rows):
+    worst = {r["kind"]: r for r in rows if not r.get("scene") and r.get("worst_ratio")}
+    rows = [r for r in rows if r.get("scene")]
+    scenes = []
+    for r in rows:
+        if r["scene"] not in scenes:
+            scenes.append(r["scene"])
+    kinds = []
+    for r in rows:
+        if r["kind"] not in kinds:
+            kinds.append(r["kind"])
+    cell = {(r["kind"], r["scene"]): r for r in rows}
+    body = []
+    for k in kinds:
+        line = [f"`{k}`"]
+        for s in scenes:
+            r = cell.get((k, s))
+            line.append("-" if r is None or r.get("status") != "ok" else
+                        f"{fnum(r['frame_ms'])} ({float(r['ratio']):.2f})")
+        w = worst.get(k)
+        line.append(f"{float(w['worst_ratio']):.2f} ({w['worst_scene']})" if w else "")
+        body.append(line)
+    return table(["kind"] + scenes + ["worst ratio"], body)
+
+
+def query_table(rows, timing):
+    rows = sorted(rows, key=lambda r: float(r[timing[0]]))
+    return table(["kind", "build ms"] + [t.replace("_ns", " ns") for t in timing],
+                 [[f"`{r['kind']}`", fnum(r["build_ms"], 1)] + [fnum(r[t], 0) for t in timing] for r in rows])
+
+
+def plot(folder, name, rows):
+    """A bar chart of frame ms per kind (gnuplot, when it is there)."""
+    if not rows or shutil.which("gnuplot") is None:
+        return None
+    rows = sorted(rows, key=lambda r: float(r["total_ms"]))
+    data = os.path.join(folder, name + ".dat")
+    with open(data, "w") as f:
+        for r in rows:
+            f.write(f"{r['kind']} {r['update_ms']} {r['pairs_ms']}\n")
+    png = os.path.join(folder, name + ".png")
+    script = (f"set terminal pngcairo size 900,420; set output '{png}';"
+              f"set style data histograms; set style histogram rowstacked; set style fill solid 0.8;"
+              f"set ylabel 'ms a frame'; set xtics rotate by -35; set key top left;"
+              f"set title '{name}, N = {rows[0]['n']}';"
+              f"plot '{data}' using 2:xtic(1) title 'update', '' using 3 title 'pairs'")
+    subprocess.run(["gnuplot", "-e", script], check=False, capture_output=True)
+    os.remove(data)
+    return png if os.path.exists(png) else None
+
+
+def report(_opts):
+    parts = []
+    for machine in sorted(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else []:
+        folder = os.path.join(RESULTS, machine)
+        if not os.path.isdir(folder):
+            continue
+        info = open(os.path.join(folder, "machine.txt")).read().strip().replace("\n", "; ") \
+            if os.path.exists(os.path.join(folder, "machine.txt")) else machine
+        parts.append(f"### {machine}\n\n{info}. Files: `bench/results/{machine}/`.\n")
+        for name, workload in (("agents", "agents"), ("agents_1m", "agents"), ("mixed", "mixed"),
+                               ("level", "level")):
+            rows = read(folder, name)
+            if rows:
+                png = plot(folder, name, rows)
+                title = f"`{workload}`, N = {int(rows[0]['n']):,}"
+                parts.append(f"#### {title}\n\n" + frame_table(rows) + "\n")
+                if png:
+                    parts.append(f"![{name}](../bench/results/{machine}/{os.path.basename(png)})\n")
+        rows = read(folder, "scenes")
+        if rows:
+            parts.append("#### The scene table: frame ms (ratio to the sort-and-sweep), N = "
+                         f"{int(rows[0]['n']):,}\n\n" + scenes_table(rows) + "\n")
+        for name, timing in (("static", ["query_ns"]), ("rays", ["ray_ns", "closest_ns"]), ("knn", ["query_ns"])):
+            rows = read(folder, name)
+            if rows and all(t in rows[0] for t in timing):
+                parts.append(f"#### `{name}`, N = {int(rows[0]['n']):,}\n\n" + query_table(rows, timing) + "\n")
+    text = open(DOC).read()
+    if BEGIN not in text or END not in text:
+        sys.exit(f"bench.py: {DOC} has no {BEGIN} ... {END} markers")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    body = "\n".join(parts) if parts else "No results yet: run `scripts/bench.py run`.\n"
+    with open(DOC, "w") as f:
+        f.write(head + BEGIN + "\n" + body + "\n" + END + tail)
+    print(f"bench.py: tables of {len([p for p in parts if p.startswith('### ')])} machine(s) "
+          f"written to docs/benchmarks.md", file=sys.stderr)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--machine")
+    r.add_argument("--bench")
+    r.add_argument("--quick", action="store_true")
+    r.add_argument("--only", help="comma-separated result names (agents,mixed,...)")
+    sub.add_parser("report")
+    opts = p.parse_args()
+    (run if opts.cmd == "run" else report)(opts)
+
+
+if __name__ == "__main__":
+    main()
