@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* quadgrid-bench rays and knn (docs/workloads.md, docs/benchmarks.md).
  *
  * Both run over the boxes of `static`: frame 0 of the agents generator for N.
@@ -16,18 +17,7 @@
  * definition's formulas (not the library's): rays over the sort-and-sweep
  * reference's window candidates, knn a loop over every box; it is computed
  * once per process and shared by all implementations. */
-#define _POSIX_C_SOURCE 200809L
-
-#include "rays.h"
-
-#include <inttypes.h>
-#include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "workload.h"
+#include "bench.h"
 
 #define RAY_LENGTH 256.0f
 #define KNN_K 8
@@ -260,88 +250,6 @@ static bool reference(bool knn, const rays_input *in, int32_t queries) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Output (the same three formats as main.c's)                              */
-
-typedef enum rf_type { RF_STR, RF_INT, RF_MS, RF_HEX } rf_type;
-
-typedef struct rfield {
-    const char *key;
-    rf_type type;
-    const char *s;
-    int64_t i;
-    double d;
-    uint64_t u;
-} rfield;
-
-#define RS(k, v) ((rfield){k, RF_STR, v, 0, 0.0, 0})
-#define RI(k, v) ((rfield){k, RF_INT, NULL, (int64_t)(v), 0.0, 0})
-#define RD(k, v) ((rfield){k, RF_MS, NULL, 0, (v), 0})
-#define RH(k, v) ((rfield){k, RF_HEX, NULL, 0, 0.0, (v)})
-
-static int rf_width(const rfield *f) {
-    int w = (int)strlen(f->key);
-    int min = f->type == RF_STR ? 18 : f->type == RF_HEX ? 16 : 9;
-    if (strcmp(f->key, "workload") == 0) min = 10;
-    return w > min ? w : min;
-}
-
-static void rf_value(char *buf, size_t size, const rfield *f) {
-    switch (f->type) {
-    case RF_STR: snprintf(buf, size, "%s", f->s); break;
-    case RF_INT: snprintf(buf, size, "%" PRId64, f->i); break;
-    case RF_MS: snprintf(buf, size, "%.3f", f->d); break;
-    case RF_HEX: snprintf(buf, size, "%016" PRIx64, f->u); break;
-    }
-}
-
-static void rf_emit(int format, const rfield *fs, int count) {
-    static bool header_done;
-    char buf[64];
-    if (format == 1) {
-        putchar('{');
-        for (int i = 0; i < count; i++) {
-            rf_value(buf, sizeof buf, &fs[i]);
-            bool quoted = fs[i].type == RF_STR || fs[i].type == RF_HEX;
-            printf("%s\"%s\":%s%s%s", i ? "," : "", fs[i].key, quoted ? "\"" : "", buf, quoted ? "\"" : "");
-        }
-        puts("}");
-    } else {
-        bool csv = format == 2;
-        if (!header_done) {
-            if (!csv) putchar('\n');
-            for (int i = 0; i < count; i++) {
-                if (csv)
-                    printf("%s%s", i ? "," : "", fs[i].key);
-                else
-                    printf(fs[i].type == RF_STR ? "%-*s " : "%*s ", rf_width(&fs[i]), fs[i].key);
-            }
-            putchar('\n');
-        }
-        for (int i = 0; i < count; i++) {
-            rf_value(buf, sizeof buf, &fs[i]);
-            if (csv)
-                printf("%s%s", i ? "," : "", buf);
-            else
-                printf(fs[i].type == RF_STR ? "%-*s " : "%*s ", rf_width(&fs[i]), buf);
-        }
-        putchar('\n');
-    }
-    header_done = true;
-    fflush(stdout);
-}
-
-static void rnote(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void rnote(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("quadgrid-bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-/* ------------------------------------------------------------------------ */
 /* The cross-check                                                          */
 
 enum { MAX_RESULTS = 64 };
@@ -361,7 +269,7 @@ int bench_rays_cross_check(void) {
         const rays_totals *b = &results[i].t;
         if (b->hits != a->hits || b->checksum != a->checksum || b->closest_rays != a->closest_rays ||
             b->closest_checksum != a->closest_checksum) {
-            rnote("MISMATCH: %s gives %" PRIu64 " %s checksum %016" PRIx64 " (closest: %" PRIu64
+            note("MISMATCH: %s gives %" PRIu64 " %s checksum %016" PRIx64 " (closest: %" PRIu64
                   " rays, checksum %016" PRIx64 "), %s gives %" PRIu64 " checksum %016" PRIx64
                   " (closest: %" PRIu64 " rays, checksum %016" PRIx64 ")",
                   results[i].name, b->hits, results[i].knn ? "results" : "hits", b->checksum, b->closest_rays,
@@ -372,10 +280,10 @@ int bench_rays_cross_check(void) {
     }
     if (!bad) {
         if (results[0].knn)
-            rnote("all %d implementations agree: results %" PRIu64 ", checksum %016" PRIx64, result_count,
+            note("all %d implementations agree: results %" PRIu64 ", checksum %016" PRIx64, result_count,
                   a->hits, a->checksum);
         else
-            rnote("all %d implementations agree: hits %" PRIu64 ", checksum %016" PRIx64 "; closest: %" PRIu64
+            note("all %d implementations agree: hits %" PRIu64 ", checksum %016" PRIx64 "; closest: %" PRIu64
                   " rays, checksum %016" PRIx64,
                   result_count, a->hits, a->checksum, a->closest_rays, a->closest_checksum);
     }
@@ -398,11 +306,6 @@ static bool add_hit(qg_handle box, void *user) {
     return true;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static uint64_t median_u64(uint64_t *v, int32_t count) {
     qsort(v, (size_t)count, sizeof *v, cmp_u64);
     return count % 2 ? v[count / 2] : (v[count / 2 - 1] + v[count / 2]) / 2;
@@ -412,12 +315,6 @@ static uint64_t per_query(uint64_t ns, int32_t queries) {
     return queries > 0 ? (ns + (uint64_t)queries / 2) / (uint64_t)queries : 0;
 }
 
-static int failed(const bench_peer *p, bench_impl *impl, const char *step) {
-    const char *e = impl ? p->vt->error(impl) : NULL;
-    rnote("%s: %s failed%s%s", p->name, step, e ? ": " : "", e ? e : "");
-    return 1;
-}
-
 /* The first ray or point whose answer differs from the reference's. */
 static int compare(const bench_rays_options *o, const bench_peer *p, const rays_input *in,
                    const rays_answers *got) {
@@ -425,14 +322,14 @@ static int compare(const bench_rays_options *o, const bench_peer *p, const rays_
         if (!o->knn) {
             const bench_ray *r = &in->rays[q];
             if (got->hits[q] != ref.ans.hits[q] || got->sums[q] != ref.ans.sums[q]) {
-                rnote("MISMATCH: %s, rays n=%d, ray %d (origin %.9g %.9g, direction %.9g %.9g): %u hits "
+                note("MISMATCH: %s, rays n=%d, ray %d (origin %.9g %.9g, direction %.9g %.9g): %u hits "
                       "checksum %016" PRIx64 ", reference %u hits checksum %016" PRIx64,
                       p->name, in->a.n, q, (double)r->ox, (double)r->oy, (double)r->dx, (double)r->dy,
                       got->hits[q], got->sums[q], ref.ans.hits[q], ref.ans.sums[q]);
                 return 2;
             }
             if (got->closest[q] != ref.ans.closest[q]) {
-                rnote("MISMATCH: %s, rays n=%d, ray %d (origin %.9g %.9g, direction %.9g %.9g): closest box "
+                note("MISMATCH: %s, rays n=%d, ray %d (origin %.9g %.9g, direction %.9g %.9g): closest box "
                       "%d, reference %d",
                       p->name, in->a.n, q, (double)r->ox, (double)r->oy, (double)r->dx, (double)r->dy,
                       got->closest[q], ref.ans.closest[q]);
@@ -448,7 +345,7 @@ static int compare(const bench_rays_options *o, const bench_peer *p, const rays_
                     snprintf(gs + strlen(gs), sizeof gs - strlen(gs), " %d", g[i]);
                 for (int32_t i = 0; i < ref.ans.found[q] && i < KNN_K; i++)
                     snprintf(ws + strlen(ws), sizeof ws - strlen(ws), " %d", w[i]);
-                rnote("MISMATCH: %s, knn n=%d, point %d (%.9g %.9g): boxes%s, reference%s", p->name, in->a.n, q,
+                note("MISMATCH: %s, knn n=%d, point %d (%.9g %.9g): boxes%s, reference%s", p->name, in->a.n, q,
                       (double)in->px[q], (double)in->py[q], gs, ws);
                 return 2;
             }
@@ -460,24 +357,24 @@ static int compare(const bench_rays_options *o, const bench_peer *p, const rays_
 int bench_rays_run(const bench_rays_options *o, const bench_peer *p) {
     const char *wl = o->knn ? "knn" : "rays";
     if (o->knn ? !p->vt->nearest : !p->vt->ray_all || !p->vt->ray_closest) {
-        rnote("skipping %s: it has no %s", p->name, o->knn ? "nearest-neighbour search" : "ray casts");
+        note("skipping %s: it has no %s", p->name, o->knn ? "nearest-neighbour search" : "ray casts");
         return 0;
     }
     rays_input in;
-    if (!input_init(&in, o->knn, o->n, o->queries)) return rnote("out of memory for %d boxes", o->n), 1;
+    if (!input_init(&in, o->knn, o->n, o->queries)) return note("out of memory for %d boxes", o->n), 1;
     rays_answers got;
     const int32_t repeat = o->repeat > 0 ? o->repeat : 1;
     uint64_t *pass_ns = calloc((size_t)repeat, sizeof *pass_ns);
     if (!answers_init(&got, o->knn, o->queries) || !pass_ns) {
         input_free(&in);
         free(pass_ns);
-        return rnote("out of memory for the answers"), 1;
+        return note("out of memory for the answers"), 1;
     }
     int rc = 0;
     bench_impl *impl = NULL;
     if (o->verify && !reference(o->knn, &in, o->queries)) {
         rc = 1;
-        rnote("out of memory for the reference");
+        note("out of memory for the reference");
         goto out;
     }
 
@@ -487,11 +384,11 @@ int bench_rays_run(const bench_rays_options *o, const bench_peer *p) {
     setup.jobs = NULL;
     uint64_t t0 = qgw_now_ns();
     if (!p->vt->create(&impl, &setup, p->arg)) {
-        rc = failed(p, impl, "create");
+        rc = impl_failed(p, impl, "create");
         goto out;
     }
     if (!p->vt->build(impl, in.a.boxes, in.a.n, true)) {
-        rc = failed(p, impl, "build");
+        rc = impl_failed(p, impl, "build");
         goto out;
     }
     const double build_ms = (double)(qgw_now_ns() - t0) / 1e6;
@@ -522,7 +419,7 @@ int bench_rays_run(const bench_rays_options *o, const bench_peer *p) {
             }
             pass_ns[pass] = qgw_now_ns() - s0;
             if (!ok) {
-                rc = failed(p, impl, o->knn ? "nearest" : mode == 0 ? "ray cast (all hits)" : "ray cast (closest)");
+                rc = impl_failed(p, impl, o->knn ? "nearest" : mode == 0 ? "ray cast (all hits)" : "ray cast (closest)");
                 goto out;
             }
         }
@@ -539,28 +436,28 @@ int bench_rays_run(const bench_rays_options *o, const bench_peer *p) {
 
     rays_totals t = totals_of(o->knn, &got);
     if (o->knn) {
-        rfield fs[] = {
-            RS("workload", wl),  RS("kind", p->name),        RI("n", in.a.n),          RI("queries", o->queries),
-            RI("threads", 1),    RI("k", KNN_K),              RD("build_ms", build_ms), RI("query_ns", knn_ns),
-            RI("results", t.hits), RH("checksum", t.checksum),
+        field fs[] = {
+            FS("workload", wl),  FS("kind", p->name),        FI("n", in.a.n),          FI("queries", o->queries),
+            FI("threads", 1),    FI("k", KNN_K),              FD("build_ms", build_ms), FI("query_ns", knn_ns),
+            FI("results", t.hits), FH("checksum", t.checksum),
         };
-        rf_emit(o->format, fs, (int)(sizeof fs / sizeof fs[0]));
+        emit_line((out_format)o->format, o->knn ? W_KNN : W_RAYS, fs, (int)(sizeof fs / sizeof fs[0]));
     } else {
-        rfield fs[] = {
-            RS("workload", wl),
-            RS("kind", p->name),
-            RI("n", in.a.n),
-            RI("queries", o->queries),
-            RI("threads", 1),
-            RD("build_ms", build_ms),
-            RI("ray_ns", all_ns),
-            RI("closest_ns", closest_ns),
-            RI("hits", t.hits),
-            RH("checksum", t.checksum),
-            RI("closest_rays", t.closest_rays),
-            RH("closest_checksum", t.closest_checksum),
+        field fs[] = {
+            FS("workload", wl),
+            FS("kind", p->name),
+            FI("n", in.a.n),
+            FI("queries", o->queries),
+            FI("threads", 1),
+            FD("build_ms", build_ms),
+            FI("ray_ns", all_ns),
+            FI("closest_ns", closest_ns),
+            FI("hits", t.hits),
+            FH("checksum", t.checksum),
+            FI("closest_rays", t.closest_rays),
+            FH("closest_checksum", t.closest_checksum),
         };
-        rf_emit(o->format, fs, (int)(sizeof fs / sizeof fs[0]));
+        emit_line((out_format)o->format, o->knn ? W_KNN : W_RAYS, fs, (int)(sizeof fs / sizeof fs[0]));
     }
     if (result_count < MAX_RESULTS) {
         results[result_count].name = p->name;
