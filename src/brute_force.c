@@ -2,7 +2,7 @@
 // handles) is the whole structure; queries and pairs are plain loops over it.
 // Every test compares the other kinds with this file, so it stays obviously
 // right: no tricks, no early outs beyond skipping free slots.
-#include "index_internal.h"
+#include "kind.h"
 #include "engine/engine.h" // qg_kind_move_one, for the class table
 
 static qg_status brute_force_configure(qg_config *config)

@@ -3,7 +3,7 @@
 // merged at the end, so a handle listed twice is found without sorting. The
 // dispatcher (index.c) runs them before a kind's batch move; a kind that
 // checks in its own first pass (move_many_checked) uses them directly.
-#include "index_internal.h"
+#include "kind.h"
 
 /// The merge of the parts' maps: part p takes its share of the words and
 /// notes whether two maps share a bit there (a handle two parts list).

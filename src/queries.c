@@ -15,7 +15,7 @@
 // as a max-heap keyed by (distance2, handle), distances recomputed from the
 // base's boxes, so the call never allocates.
 #include "engine/engine.h"
-#include "query_util.h"
+#include "queries.h"
 
 /// The generic forms' query: the kind's elements, then the static layer's.
 static void query_all(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)

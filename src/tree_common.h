@@ -11,8 +11,8 @@
 #ifndef QG_TREE_COMMON_H
 #define QG_TREE_COMMON_H
 
-#include "index_internal.h"
-#include "query_util.h"
+#include "kind.h"
+#include "queries.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

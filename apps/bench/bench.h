@@ -115,6 +115,7 @@ typedef struct hit_sum {
 /* ---- The functions the workload files share ---------------------------- */
 
 /* report.c: output in three formats, notes, progress, medians, memory, answers, threads */
+const char *workload_name(workload w);
 void emit(const options *o, const field *fs, int count);
 void emit_line(out_format format, workload wl, const field *fs, int count);
 int cmp_u64(const void *a, const void *b);
@@ -146,7 +147,7 @@ int run_queries(const options *o, const bench_peer *p);
 int run_insert(const options *o, const bench_peer *p);
 
 /* scenes.c: the scene table */
-int run_scenes(const options *o, const bench_peer *impls, int impl_count);
+int run_scenes(const options *o, const bench_peer *reference, const bench_peer *impls, int impl_count);
 
 /* check.c */
 int run_check(const options *o);
@@ -154,8 +155,5 @@ int run_check(const options *o);
 /* level_run.c: the level workload */
 int run_level(const options *o, const bench_peer *p);
 
-/* main.c */
-const bench_peer *reference_peer(void);
-const char *workload_name(workload w);
 
 #endif /* QG_BENCH_H */

@@ -9,10 +9,6 @@
 /* Options                                                                  */
 
 
-const char *workload_name(workload w) {
-    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift", "rays", "knn", "level"};
-    return names[w];
-}
 
 /* ------------------------------------------------------------------------ */
 /* The implementations                                                      */
@@ -44,11 +40,6 @@ static const bench_peer peers[] = {
 #endif
 };
 enum { PEER_COUNT = sizeof peers / sizeof peers[0] };
-
-/* The sort-and-sweep every answer is compared with (scenes.c). */
-const bench_peer *reference_peer(void) {
-    return &peers[0];
-}
 
 /* Peers that were asked for but are not built, so the message can say why. */
 static const char *const missing_peers[] = {
@@ -466,7 +457,7 @@ int main(int argc, char **argv) {
         int impl_count = 0;
         int r = scene_impls(&o, impls, &impl_count);
         if (r) return r;
-        return run_scenes(&o, impls, impl_count);
+        return run_scenes(&o, &peers[0], impls, impl_count);
     }
 
     if (o.wl == W_DRIFT && !have_frames) o.frames = 20;

@@ -252,3 +252,8 @@ bool sum_hit(qg_handle box, void *user) {
     h->checksum += qgw_pair_term(h->query, box);
     return true;
 }
+
+const char *workload_name(workload w) {
+    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift", "rays", "knn", "level"};
+    return names[w];
+}

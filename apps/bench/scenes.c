@@ -224,7 +224,7 @@ static bool in_bar(const bench_peer *p) {
            k != QG_BUCKET_QUADTREE && k != QG_BRUTE_FORCE;
 }
 
-int run_scenes(const options *o, const bench_peer *impls, int impl_count) {
+int run_scenes(const options *o, const bench_peer *reference, const bench_peer *impls, int impl_count) {
     const int32_t total_frames = o->frames + WARMUP_FRAMES + o->age;
     qgw_sum *ref = calloc((size_t)total_frames, sizeof *ref);
     scene_worst *worst = calloc((size_t)impl_count, sizeof *worst);
@@ -232,7 +232,7 @@ int run_scenes(const options *o, const bench_peer *impls, int impl_count) {
         free(ref), free(worst);
         return note("out of memory"), 1;
     }
-    const bench_peer sweep = *reference_peer();
+    const bench_peer sweep = *reference;
     int rc = 0;
     for (int k = 0; k < impl_count; k++) worst[k].peer = impls[k];
     for (int id = 0; id < QGW_SCENE_COUNT; id++) {

@@ -58,7 +58,7 @@
 #ifndef QG_FAT_LAYER_H
 #define QG_FAT_LAYER_H
 
-#include "../index_internal.h"
+#include "../kind.h"
 
 /// Partners an entry lists (the entry is 64 bytes).
 #define QG_FAT_PARTS 5

@@ -19,7 +19,7 @@
 #ifndef QG_STATIC_LAYER_H
 #define QG_STATIC_LAYER_H
 
-#include "../index_internal.h"
+#include "../kind.h"
 
 /// Levels of cell sizes, 4x apart: 12 levels cover extents 4^11 (4 million)
 /// times the finest; larger items go on the top level (its reach grows).

@@ -53,9 +53,9 @@
 #ifndef QG_GRID_ROWS_H
 #define QG_GRID_ROWS_H
 
-#include "../index_internal.h"
+#include "../kind.h"
 #include "../pool.h"
-#include "../query_util.h"
+#include "../queries.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

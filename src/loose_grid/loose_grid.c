@@ -5,7 +5,7 @@
 // relink and the re-fit, pairs.c the pair search.
 #include "loose_grid.h"
 #include "../engine/engine.h" // qg_kind_move_one, for the class table
-#include "../query_util.h"
+#include "../queries.h"
 
 /// Links loose cell i into the tight cells of `grown` that are not in `had`
 /// (had lies inside grown: a box only grows here). Links were reserved.

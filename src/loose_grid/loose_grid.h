@@ -104,7 +104,7 @@
 #ifndef QG_LOOSE_GRID_H
 #define QG_LOOSE_GRID_H
 
-#include "../index_internal.h"
+#include "../kind.h"
 #include "../pool.h"
 
 #if defined(__SSE2__)

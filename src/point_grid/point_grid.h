@@ -117,7 +117,7 @@
 #ifndef QG_POINT_GRID_H
 #define QG_POINT_GRID_H
 
-#include "../index_internal.h"
+#include "../kind.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

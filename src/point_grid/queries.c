@@ -3,7 +3,7 @@
 // Every element is listed once: in one level, as one point (its box's min
 // corner) in one cell's slots or in its row's tail. So neither search needs
 // to tell a second sighting from a first: each element is offered at most
-// once by construction, and the exact test (query_util.h) decides.
+// once by construction, and the exact test (queries.h) decides.
 //
 // Ray cast, per level, row by row in the direction of dy:
 // - A box of the level reaches at most `pad` past its min corner, so the
@@ -52,7 +52,7 @@
 //   The finest level goes first: its hits bound the coarser levels' rings.
 #include "point_grid.h"
 
-#include "../query_util.h"
+#include "../queries.h"
 
 /// World coordinate of fixed-point coordinate q on an axis of origin o and
 /// scale s, moved out by a hair for the rounding of the mapping (`dir` -1:

@@ -2,11 +2,11 @@
 // (inline, so a traversal's inner loop pays no call), the callback protocol
 // of qg_raycast, and the bounded "k best so far" of qg_nearest.
 //
-// Every kind that serves .raycast / .nearest (index_internal.h) builds on
+// Every kind that serves .raycast / .nearest (kind.h) builds on
 // these, so the answers are the formulas of the public qg_ray_box and
 // qg_point_box_distance2 bit for bit, whatever order a kind walks in.
-#ifndef QG_QUERY_UTIL_H
-#define QG_QUERY_UTIL_H
+#ifndef QG_QUERIES_H
+#define QG_QUERIES_H
 
 #include "engine/engine.h"
 

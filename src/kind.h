@@ -3,8 +3,8 @@
 // Data flows one way: public call (index.c) -> argument checks, done once ->
 // the kind's function -> shared helpers. A kind never re-checks NaN, handles
 // or min > max: by the time it is called, its inputs are valid.
-#ifndef QG_INDEX_INTERNAL_H
-#define QG_INDEX_INTERNAL_H
+#ifndef QG_KIND_H
+#define QG_KIND_H
 
 #include "alloc.h"
 #include "geom.h"
