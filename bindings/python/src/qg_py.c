@@ -156,9 +156,11 @@ int qgpy_insert(qgpy *s, const float *boxes, int64_t n, int32_t *handles, int64_
 {
     *bad_row = -1;
     if (n > INT32_MAX) return QG_ERR_CAPACITY;
-    int st = qg_insert_many(s->index, (const qg_rect *)boxes, (int32_t)n, handles);
-    if (st == QG_ERR_INVALID) *bad_row = qgpy_bad_box(boxes, n);
-    return st;
+    // Checked here first: qg_insert_many may keep capacity a refused batch
+    // grew, and a refused insert should not change even the index's memory.
+    *bad_row = qgpy_bad_box(boxes, n);
+    if (*bad_row >= 0) return QG_ERR_INVALID;
+    return qg_insert_many(s->index, (const qg_rect *)boxes, (int32_t)n, handles);
 }
 
 int qgpy_move(qgpy *s, const int32_t *handles, const float *boxes, int64_t n, int32_t threads,
