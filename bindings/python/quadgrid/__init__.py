@@ -254,7 +254,10 @@ class Index:
     def query(self, box):
         """Handles (sorted int32) of the live boxes overlapping the closed
         area ``box`` = (min_x, min_y, max_x, max_y); it may be infinite, not NaN."""
-        h, _ = self.query_many(_floats(box, 4, "box", allow_1d=True)[:1] if np.ndim(box) == 1 else box)
+        b = _floats(box, 4, "box", allow_1d=True)
+        if b.shape[0] != 1:
+            raise ValueError("query: expected one area, shape (4,) or (1, 4), got %s" % (np.shape(box),))
+        h, _ = self.query_many(b)
         return h
 
     def query_many(self, boxes):

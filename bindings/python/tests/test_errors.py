@@ -150,3 +150,13 @@ def test_index_config():
     assert e.insert(np.zeros((0, 4), np.float32)).shape == (0,)
     e.move([], np.zeros((0, 4)))
     e.remove([])
+
+
+def test_capacity_is_overflow_error():
+    # The point grid addresses 16,777,215 elements: one batch past that is
+    # refused whole (zeros: calloc'd pages, cheap to make).
+    ix = quadgrid.Index("point_grid", (0, 0, 100, 100))
+    ix.insert(scene(SEED, 10))
+    big = np.zeros((2**24, 4), np.float32)
+    unchanged(ix, OverflowError, lambda: ix.insert(big), match="CAPACITY")
+    unchanged(ix, ValueError, lambda: ix.query(np.zeros((2, 4))), match="one area")
