@@ -1,0 +1,388 @@
+# SPDX-License-Identifier: MIT
+"""quadgrid for NumPy: exact 2D broad-phase collision detection.
+
+Every call takes and returns NumPy arrays and runs its loop in C (the
+library's own sources, compiled into the extension), with the GIL released
+while C runs. Boxes are rows ``(min_x, min_y, max_x, max_y)`` of float32;
+handles are int32. Any error raises and leaves the index exactly as it was.
+"""
+import math
+import threading
+
+import numpy as np
+
+from ._quadgrid import ffi, lib
+
+__all__ = ["Index", "KINDS", "kinds", "version"]
+
+version = "%d.%d.%d" % (lib.QG_VERSION_MAJOR, lib.QG_VERSION_MINOR, lib.QG_VERSION_PATCH)
+
+#: Names of the index kinds this build has, in the C library's order.
+KINDS = tuple(
+    ffi.string(lib.qg_kind_name(k)).decode()
+    for k in range(lib.QG_KIND_COUNT)
+    if lib.qg_kind_available(k)
+)
+_KIND_IDS = {
+    ffi.string(lib.qg_kind_name(k)).decode(): k for k in range(lib.QG_KIND_COUNT) if lib.qg_kind_available(k)
+}
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def kinds():
+    """The index kind names, as a list (the same as ``KINDS``)."""
+    return list(KINDS)
+
+
+def _raise(status, what, row=None, detail=""):
+    name = ffi.string(lib.qg_status_name(status)).decode()
+    where = "" if row is None or row < 0 else " (row %d%s)" % (row, detail)
+    msg = "%s: %s%s" % (what, name, where)
+    if status == lib.QG_ERR_INVALID:
+        raise ValueError(msg)
+    if status == lib.QG_ERR_HANDLE:
+        raise KeyError(msg)
+    if status == lib.QG_ERR_NOMEM:
+        raise MemoryError(msg)
+    if status == lib.QG_ERR_CAPACITY:
+        raise OverflowError(msg)
+    raise RuntimeError(msg)
+
+
+def _floats(a, cols, name, allow_1d=False):
+    """a as a C-contiguous float32 (n, cols) array: converted once from other
+    real dtypes or layouts; other shapes and dtypes are refused."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError("%s: expected real numbers (float32 preferred), got dtype %s" % (name, arr.dtype))
+    if allow_1d and arr.ndim == 1 and arr.shape[0] == cols:
+        arr = arr.reshape(1, cols)
+    if arr.ndim != 2 or arr.shape[1] != cols:
+        raise ValueError("%s: expected shape (n, %d), got %s" % (name, cols, arr.shape))
+    if arr.dtype == np.float32 and arr.flags.c_contiguous and arr.flags.aligned:
+        return arr
+    # float64 values past float32's range become +-inf here, which every
+    # call then refuses by row; nothing is silently clamped.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def _handles(a, name="handles"):
+    """a as a C-contiguous int32 vector; values that int32 cannot hold are
+    dead handles (KeyError with the row), never wrapped around."""
+    arr = np.asarray(a)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.dtype.kind not in "iu":
+        if arr.size == 0 and arr.dtype.kind == "f":
+            arr = arr.astype(np.int32)
+        else:
+            raise TypeError("%s: expected integers (int32 preferred), got dtype %s" % (name, arr.dtype))
+    if arr.ndim != 1:
+        raise ValueError("%s: expected a 1-D array, got shape %s" % (name, arr.shape))
+    if arr.dtype != np.int32:
+        if arr.size:
+            bad = np.flatnonzero((arr < _I32_MIN) | (arr > _I32_MAX)) if arr.dtype.kind == "i" else np.flatnonzero(
+                arr > _I32_MAX
+            )
+            if bad.size:
+                raise KeyError("%s: QG_ERR_HANDLE (row %d: %d is no int32 handle)" % (name, bad[0], arr[bad[0]]))
+        arr = arr.astype(np.int32)
+    return np.ascontiguousarray(arr)
+
+
+def _p(ctype, arr):
+    return ffi.cast(ctype, arr.ctypes.data)
+
+
+class Index:
+    """A spatial index of boxes.
+
+    ``Index(kind="point_grid", bounds=None, element_size=0, max_element_size=0,
+    max_depth=0, leaf_capacity=0, cell_size=0)``. ``kind`` is one of
+    :data:`KINDS`. ``bounds`` ``(min_x, min_y, max_x, max_y)`` is a hint of
+    the world (boxes outside it work the same); ``None`` keeps the library's
+    default. The other settings tune the kind (0 = choose); see qg_config in
+    include/quadgrid.h. Safe to share between Python threads (calls on one
+    index take turns); the GIL is released while C runs.
+    """
+
+    def __init__(self, kind="point_grid", bounds=None, *, element_size=0.0, max_element_size=0.0,
+                 max_depth=0, leaf_capacity=0, cell_size=0.0):
+        if kind not in _KIND_IDS:
+            raise ValueError("unknown kind %r; one of %s" % (kind, ", ".join(KINDS)))
+        cfg = ffi.new("qg_config *", lib.qg_default_config(_KIND_IDS[kind]))
+        if bounds is not None:
+            b = [float(v) for v in bounds]
+            if len(b) != 4:
+                raise ValueError("bounds: expected (min_x, min_y, max_x, max_y), got %r" % (bounds,))
+            cfg.bounds.min_x, cfg.bounds.min_y, cfg.bounds.max_x, cfg.bounds.max_y = b
+        cfg.element_size = element_size
+        cfg.max_element_size = max_element_size
+        cfg.max_depth = max_depth
+        cfg.leaf_capacity = leaf_capacity
+        cfg.cell_size = cell_size
+        out = ffi.new("qgpy **")
+        st = lib.qgpy_open(cfg, out)
+        if st != lib.QG_OK:
+            _raise(st, "Index(kind=%r)" % kind)
+        self._s = ffi.gc(out[0], lib.qgpy_close)
+        self._lock = threading.Lock()
+        self.kind = kind
+
+    # -- elements -----------------------------------------------------------
+
+    def insert(self, boxes):
+        """Inserts boxes, an (n, 4) array of (min_x, min_y, max_x, max_y).
+        Returns their handles (int32, shape (n,)). All or nothing: a NaN or
+        infinite coordinate or min > max raises ValueError naming the row."""
+        b = _floats(boxes, 4, "boxes")
+        n = b.shape[0]
+        out = np.empty(n, dtype=np.int32)
+        row = ffi.new("int64_t *")
+        with self._lock:
+            st = lib.qgpy_insert(self._s, _p("float *", b), n, _p("int32_t *", out), row)
+        if st != lib.QG_OK:
+            _raise(st, "insert", row[0], ": finite, min <= max")
+        return out
+
+    def move(self, handles, boxes, threads=1):
+        """Gives each live handle its new box (row i of the (n, 4) ``boxes``),
+        on ``threads`` workers. Checked first: a dead handle raises KeyError, a
+        bad box or a handle listed twice ValueError, each naming the row, and
+        nothing moves."""
+        h = _handles(handles)
+        b = _floats(boxes, 4, "boxes")
+        if b.shape[0] != h.shape[0]:
+            raise ValueError("move: %d handles but %d boxes" % (h.shape[0], b.shape[0]))
+        threads = self._threads(threads)
+        row = ffi.new("int64_t *")
+        what = ffi.new("int *")
+        with self._lock:
+            st = lib.qgpy_move(self._s, _p("int32_t *", h), _p("float *", b), h.shape[0], threads, row, what)
+        if st != lib.QG_OK:
+            detail = {1: ": finite, min <= max", 2: ": handle %d is not live", 3: ": handle %d listed twice"}
+            d = detail.get(what[0], "")
+            if "%d" in d:
+                d = d % h[row[0]]
+            _raise(st, "move", row[0], d)
+
+    def remove(self, handles):
+        """Removes live elements. All are checked first: a dead handle raises
+        KeyError, a handle listed twice ValueError, and nothing is removed."""
+        h = _handles(handles)
+        row = ffi.new("int64_t *")
+        with self._lock:
+            st = lib.qgpy_remove(self._s, _p("int32_t *", h), h.shape[0], row)
+        if st != lib.QG_OK:
+            d = ": handle %d %s" % (h[row[0]], "is not live" if st == lib.QG_ERR_HANDLE else "listed twice")
+            _raise(st, "remove", row[0], d)
+
+    def boxes(self, handles):
+        """The (n, 4) float32 boxes of live handles (KeyError for a dead one)."""
+        h = _handles(handles)
+        out = np.empty((h.shape[0], 4), dtype=np.float32)
+        row = ffi.new("int64_t *")
+        with self._lock:
+            st = lib.qgpy_get_boxes(self._s, _p("int32_t *", h), h.shape[0], _p("float *", out), row)
+        if st != lib.QG_OK:
+            _raise(st, "boxes", row[0])
+        return out
+
+    def cleanup(self, threads=1):
+        """Once-a-frame upkeep, after the moves and before the queries and
+        pairs of a frame (answers are exact either way; some kinds are faster
+        after it)."""
+        threads = self._threads(threads)
+        with self._lock:
+            lib.qgpy_cleanup(self._s, threads)
+
+    def clear(self):
+        """Removes every element (handles start again from 0)."""
+        with self._lock:
+            lib.qg_clear(self._s.index)
+
+    def set_static(self, handles, static=True):
+        """Marks elements static (or dynamic again with ``static=False``; a
+        bool or one per handle). Two static elements are never paired."""
+        h = _handles(handles)
+        f = np.ascontiguousarray(np.broadcast_to(np.asarray(static, dtype=bool), h.shape), dtype=np.uint8)
+        row = ffi.new("int64_t *")
+        with self._lock:
+            st = lib.qgpy_set_static(self._s, _p("int32_t *", h), _p("uint8_t *", f), h.shape[0], row)
+        if st != lib.QG_OK:
+            _raise(st, "set_static", row[0], ": handle %d" % h[row[0]] if row[0] >= 0 else "")
+
+    def set_filter(self, handles, category=1, mask=0xFFFFFFFF):
+        """Sets collision filters: a and b pair only when
+        ``(a.category & b.mask) and (b.category & a.mask)``. ``category`` and
+        ``mask`` are uint32 values, one or one per handle."""
+        h = _handles(handles)
+        cm = []
+        for name, v in (("category", category), ("mask", mask)):
+            a = np.asarray(v)
+            if a.dtype.kind not in "iu":
+                raise TypeError("set_filter: %s must be integers, got dtype %s" % (name, a.dtype))
+            if a.size and (a.min() < 0 or a.max() > 0xFFFFFFFF):
+                raise ValueError("set_filter: %s values must fit in uint32" % name)
+            cm.append(np.ascontiguousarray(np.broadcast_to(a, h.shape), dtype=np.uint32))
+        row = ffi.new("int64_t *")
+        with self._lock:
+            st = lib.qgpy_set_filter(self._s, _p("int32_t *", h), _p("uint32_t *", cm[0]), _p("uint32_t *", cm[1]),
+                                     h.shape[0], row)
+        if st != lib.QG_OK:
+            _raise(st, "set_filter", row[0], ": handle %d" % h[row[0]] if row[0] >= 0 else "")
+
+    # -- answers ------------------------------------------------------------
+
+    def pairs(self, threads=1):
+        """Every overlapping pair of live boxes (closed boxes: touching
+        counts), as an (m, 2) int32 array with a < b in each row, except pairs
+        of two static elements and pairs the filters keep apart. Row order is
+        unspecified (deterministic for the same calls and threads)."""
+        threads = self._threads(threads)
+        with self._lock:
+            m = lib.qgpy_pairs(self._s, threads)
+            if m < 0:
+                _raise(m, "pairs")
+            out = np.empty((m, 2), dtype=np.int32)
+            if m:
+                lib.qgpy_pairs_copy(self._s, _p("int32_t *", out))
+        return out
+
+    def query(self, box):
+        """Handles (sorted int32) of the live boxes overlapping the closed
+        area ``box`` = (min_x, min_y, max_x, max_y); it may be infinite, not NaN."""
+        b = _floats(box, 4, "box", allow_1d=True)
+        if b.shape[0] != 1:
+            raise ValueError("query: expected one area, shape (4,) or (1, 4), got %s" % (np.shape(box),))
+        h, _ = self.query_many(b)
+        return h
+
+    def query_many(self, boxes):
+        """For each area (row of an (n, 4) array) the live boxes overlapping
+        it: ``(handles, offsets)``, area i's sorted handles being
+        ``handles[offsets[i]:offsets[i+1]]`` (offsets int64, n + 1 long)."""
+        b = _floats(boxes, 4, "boxes")
+        n = b.shape[0]
+        offsets = np.empty(n + 1, dtype=np.int64)
+        bad = lib.qgpy_bad_area(_p("float *", b), n)
+        if bad >= 0:
+            raise ValueError("query: QG_ERR_INVALID (row %d: NaN coordinate)" % bad)
+        row = ffi.new("int64_t *")
+        with self._lock:
+            st = lib.qgpy_query_many(self._s, _p("float *", b), n, _p("int64_t *", offsets), row)
+            if st != lib.QG_OK:
+                _raise(st, "query", row[0])
+            out = np.empty(lib.qgpy_out_len(self._s), dtype=np.int32)
+            lib.qgpy_out_copy(self._s, _p("int32_t *", out))
+        return out, offsets
+
+    def raycast(self, origins, directions, max_t=math.inf, closest=False):
+        """Casts segments origin + t * direction, t in [0, max_t] (``max_t`` a
+        number or one per ray), against the closed boxes.
+
+        ``closest=True``: ``(handles, t)``, each (n,): the nearest hit per ray
+        (ties: lowest handle), -1 and inf for a miss. Otherwise every hit:
+        ``(handles, t, offsets)``, ray i's hits near to far (ties by handle)
+        in ``[offsets[i]:offsets[i+1]]``."""
+        o = _floats(origins, 2, "origins")
+        d = _floats(directions, 2, "directions")
+        n = o.shape[0]
+        if d.shape[0] != n:
+            raise ValueError("raycast: %d origins but %d directions" % (n, d.shape[0]))
+        mt = np.asarray(max_t)
+        if mt.dtype.kind not in "fiu":
+            raise TypeError("raycast: max_t must be real, got dtype %s" % mt.dtype)
+        if mt.ndim > 1 or (mt.ndim == 1 and mt.shape[0] != n):
+            raise ValueError("raycast: max_t must be a number or one per ray, got shape %s" % (mt.shape,))
+        mt = np.ascontiguousarray(np.broadcast_to(mt.astype(np.float32), (n,)))
+        row = ffi.new("int64_t *")
+        if closest:
+            bh = np.empty(n, dtype=np.int32)
+            bt = np.empty(n, dtype=np.float32)
+            with self._lock:
+                st = lib.qgpy_raycast_many(self._s, _p("float *", o), _p("float *", d), _p("float *", mt), n, True,
+                                           _p("int32_t *", bh), _p("float *", bt), ffi.NULL, row)
+            if st != lib.QG_OK:
+                _raise(st, "raycast", row[0], ": finite origin and direction, max_t >= 0")
+            return bh, bt
+        offsets = np.empty(n + 1, dtype=np.int64)
+        with self._lock:
+            st = lib.qgpy_raycast_many(self._s, _p("float *", o), _p("float *", d), _p("float *", mt), n, False,
+                                       ffi.NULL, ffi.NULL, _p("int64_t *", offsets), row)
+            if st != lib.QG_OK:
+                _raise(st, "raycast", row[0], ": finite origin and direction, max_t >= 0")
+            buf = np.empty(lib.qgpy_out_len(self._s), dtype=np.int32)
+            lib.qgpy_out_copy(self._s, _p("int32_t *", buf))
+        hits = buf.reshape(-1, 2)
+        return hits[:, 0].copy(), hits[:, 1].view(np.float32).copy(), offsets
+
+    def nearest(self, points, k, max_distance2=math.inf):
+        """The k live boxes nearest each point (row of an (n, 2) array), by
+        squared distance to the box (0 inside), ties by handle:
+        ``(handles, distances2)``, each (n, k); missing ones are -1 and inf."""
+        p = _floats(points, 2, "points")
+        k = int(k)
+        if k < 0:
+            raise ValueError("nearest: k must be >= 0, got %d" % k)
+        n = p.shape[0]
+        h = np.empty((n, k), dtype=np.int32)
+        d2 = np.empty((n, k), dtype=np.float32)
+        row = ffi.new("int64_t *")
+        with self._lock:
+            st = lib.qgpy_nearest_many(self._s, _p("float *", p), n, k, float(max_distance2), _p("int32_t *", h),
+                                       _p("float *", d2), row)
+        if st != lib.QG_OK:
+            _raise(st, "nearest", row[0], ": finite point, max_distance2 >= 0")
+        return h, d2
+
+    def pair_events(self):
+        """Overlap events since the previous call: ``(began, ended)``, (m, 2)
+        int32 arrays of pairs (a < b) that are paired now and were not, and
+        were paired and are not (a removed element's pairs end with its old
+        handle). The first call reports every current pair as began."""
+        with self._lock:
+            st = lib.qgpy_pair_events(self._s)
+            if st != lib.QG_OK:
+                _raise(st, "pair_events")
+            began = np.empty(lib.qgpy_out_len(self._s), dtype=np.int32)
+            ended = np.empty(lib.qgpy_out2_len(self._s), dtype=np.int32)
+            lib.qgpy_out_copy(self._s, _p("int32_t *", began))
+            lib.qgpy_out2_copy(self._s, _p("int32_t *", ended))
+        return began.reshape(-1, 2), ended.reshape(-1, 2)
+
+    # -- state --------------------------------------------------------------
+
+    def __len__(self):
+        """The number of live elements."""
+        return int(lib.qg_count(self._s.index))
+
+    @property
+    def stats(self):
+        """What the index holds now: a dict of memory_bytes, elements, nodes,
+        leaves, max_depth_reached."""
+        with self._lock:
+            s = lib.qg_get_stats(self._s.index)
+        return {"memory_bytes": int(s.memory_bytes), "elements": s.elements, "nodes": s.nodes, "leaves": s.leaves,
+                "max_depth_reached": s.max_depth_reached}
+
+    def validate(self):
+        """Checks the index's internal invariants (slow; for tests). Raises
+        RuntimeError if they do not hold."""
+        with self._lock:
+            st = lib.qg_validate(self._s.index)
+        if st != lib.QG_OK:
+            raise RuntimeError("validate: the index's invariants do not hold (%s)"
+                               % ffi.string(lib.qg_status_name(st)).decode())
+
+    def __repr__(self):
+        return "<quadgrid.Index kind=%s len=%d>" % (self.kind, len(self))
+
+    @staticmethod
+    def _threads(threads):
+        t = int(threads)
+        if t < 1 or t > 256:
+            raise ValueError("threads must be in [1, 256], got %d" % t)
+        return t
