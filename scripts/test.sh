@@ -25,3 +25,7 @@ jobs=$(nproc 2> /dev/null || echo 2)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQG_WERROR=ON -DQG_BUILD_TESTS=ON ${CMAKE_ARGS:-}
 cmake --build "$build" -j "$jobs"
 QG_TEST_SCALE=${QG_TEST_SCALE:-0.2} ctest --test-dir "$build" --output-on-failure -j "$jobs"
+
+# The Python package (bindings/python): built into a venv from Debian's
+# Python and its packages, then its pytest suite.
+bindings/python/test.sh "$build/python-venv"
