@@ -115,7 +115,8 @@ static inline bool qg_handle_live(const qg_index *index, qg_handle h)
 {
     if (qg_slot_live(index, h))
         return true;
-    return h >= 0 && h < index->box_high && qg_engine_in_layer(index, h);
+    return index->engine != NULL && h >= 0 && h < index->box_high &&
+           (index->engine->flags[h] & (QG_F_LAYER | QG_F_FAT));
 }
 
 /// True when the engine holds elements the kind does not (the static and
