@@ -140,14 +140,9 @@ static void test_raycast(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x4a7);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = kind_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x4a7, &r, kind_config(), &idx, &oracle);
     ray_hits none = {{0}, 0, 0, INFINITY, -1};
     assert_int_equal(qg_raycast(idx, 1, 1, 1, 0, 100, on_hit, &none), QG_OK); /* empty */
     assert_int_equal(none.calls, 0);
@@ -265,14 +260,9 @@ static void test_nearest(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x4ea4);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = kind_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x4ea4, &r, kind_config(), &idx, &oracle);
     qg_handle h1[4];
     int32_t found = -1;
     assert_int_equal(qg_nearest(idx, 0, 0, 4, INFINITY, h1, NULL, &found), QG_OK); /* empty */
@@ -342,14 +332,9 @@ static void test_lattice_unsettled(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x1a77);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = kind_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x1a77, &r, kind_config(), &idx, &oracle);
     const int n = (int)tu_scaled(1500);
     for (int i = 0; i < n; i++) {
         const float x = 16.0f * (float)tu_rng_below(&r, 66) - 32.0f, y = 16.0f * (float)tu_rng_below(&r, 66) - 32.0f;
@@ -419,15 +404,7 @@ static void test_insert_many(void **state)
         assert_int_equal(qg_insert_many(idx, b, n, h), QG_OK);
         for (int32_t i = 0; i < n; i++)
             assert_int_equal(qg_insert(twin, b[i]), h[i]); /* the same handles */
-        tu_snapshot a = {0}, t = {0};
-        tu_snapshot_take(idx, 2 * N * 6, &a);
-        tu_snapshot_take(twin, 2 * N * 6, &t);
-        char msg[200];
-        if (!tu_snapshot_equal(&a, &t, msg, sizeof msg))
-            fail_msg("seed %llu round %d: %s", (unsigned long long)seed, round, msg);
-        tu_snapshot_free(&a);
-        tu_snapshot_free(&t);
-        assert_int_equal(qg_validate(idx), QG_OK);
+        tu_expect_same(idx, twin, 2 * N * 6, "seed %llu round %d", (unsigned long long)seed, round);
         /* churn: free handles are reused in order */
         for (int i = 0; i < 300; i++) {
             qg_handle x = (qg_handle)tu_rng_below(&r, (uint32_t)(qg_count(twin) + 1));
@@ -507,15 +484,8 @@ static void test_insert_many_oom(void **state)
             } else if (s != QG_ERR_NOMEM) {
                 fail_msg("seed %llu allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(s));
             }
-            tu_snapshot a = {0}, t = {0};
-            tu_snapshot_take(idx, 2 * (N0 + N), &a);
-            tu_snapshot_take(twin, 2 * (N0 + N), &t);
-            char msg[200];
-            if (!tu_snapshot_equal(&a, &t, msg, sizeof msg))
-                fail_msg("seed %llu allocation %ld (%s): %s", (unsigned long long)seed, k, qg_status_name(s), msg);
-            tu_snapshot_free(&a);
-            tu_snapshot_free(&t);
-            assert_int_equal(qg_validate(idx), QG_OK);
+            tu_expect_same(idx, twin, 2 * (N0 + N), "seed %llu allocation %ld (%s)", (unsigned long long)seed, k,
+                           qg_status_name(s));
             if (s != QG_OK) {
                 /* the next inserts get the handles the failed call would have */
                 assert_int_equal(qg_insert_many(idx, b, 5, h), QG_OK);

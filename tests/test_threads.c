@@ -431,14 +431,9 @@ static void test_pairs_parallel(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x9a11e1);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x9a11e1, &r, scene_config(), &idx, &oracle);
     /* empty, one element, then a scene */
     check_parallel(idx, oracle, seed);
     assert_true(qg_insert(idx, tu_rect(1, 1, 2, 2)) >= 0);
@@ -507,32 +502,16 @@ static int32_t make_batch(const qg_index *idx, tu_rng *r, qg_handle *hs, qg_rect
 
 static void same_answers(const qg_index *idx, const qg_index *oracle, uint64_t seed, const char *what)
 {
-    tu_snapshot a, b;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
-    tu_snapshot_take(idx, 2 * qg_count(oracle) + 8, &a);
-    tu_snapshot_take(oracle, 2 * qg_count(oracle) + 8, &b);
-    char msg[200];
-    if (!tu_snapshot_equal(&a, &b, msg, sizeof msg))
-        fail_msg("seed %llu, %s: %s", (unsigned long long)seed, what, msg);
-    tu_snapshot_free(&a);
-    tu_snapshot_free(&b);
-    if (qg_validate(idx) != QG_OK)
-        fail_msg("seed %llu, %s: qg_validate fails", (unsigned long long)seed, what);
+    tu_expect_same(idx, oracle, 2 * qg_count(oracle) + 8, "seed %llu, %s", (unsigned long long)seed, what);
 }
 
 static void test_move_many(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0xba7c4);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0xba7c4, &r, scene_config(), &idx, &oracle);
     fill_scene(idx, oracle, &r, (int)tu_scaled(3000));
     enum { MAX = 4000 };
     qg_handle *hs = malloc(MAX * sizeof *hs);

@@ -314,6 +314,28 @@ void tu_snapshot_free(tu_snapshot *s)
     memset(s, 0, sizeof *s);
 }
 
+void tu_expect_same(const qg_index *idx, const qg_index *want, int32_t probe, const char *fmt, ...)
+{
+    tu_snapshot a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    tu_snapshot_take(idx, probe, &a);
+    tu_snapshot_take(want, probe, &b);
+    char diff[200];
+    const bool same = tu_snapshot_equal(&a, &b, diff, sizeof diff);
+    tu_snapshot_free(&a);
+    tu_snapshot_free(&b);
+    const bool valid = qg_validate(idx) == QG_OK;
+    if (same && valid)
+        return;
+    char where[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where, sizeof where, fmt, ap);
+    va_end(ap);
+    fail_msg("%s: %s", where, same ? "qg_validate fails" : diff);
+}
+
 /* ---- misc ------------------------------------------------------------ */
 
 double tu_scale(void)
@@ -387,6 +409,72 @@ void tu_skip_unless_built(qg_kind kind)
 {
     if (!qg_kind_available(kind))
         skip();
+}
+
+int tu_kind_main(int argc, char **argv, const char *prefix, qg_kind *kind, const struct CMUnitTest *tests,
+                 size_t n)
+{
+    if (!tu_kind_arg(argc, argv, kind))
+        return 2;
+    return tu_run_kind_group(prefix, *kind, tests, n);
+}
+
+#define TU_KIND_ID_(NAME, name, summary) QG_##NAME,
+const qg_kind tu_kind_ids[QG_KIND_COUNT] = {QG_KIND_LIST(TU_KIND_ID_)};
+#undef TU_KIND_ID_
+
+qg_kind tu_case_kind(void **state)
+{
+    /* A table entry without TU_KIND_CASE would run on no kind: fail it. */
+    assert_non_null(*state);
+    return *(const qg_kind *)*state;
+}
+
+void tu_case_refit_scenes(void **state)
+{
+    tu_hint_refit_scenes(tu_case_kind(state));
+}
+
+void tu_case_refit_oom(void **state)
+{
+    tu_hint_refit_oom(tu_case_kind(state));
+}
+
+void tu_case_failing_worlds(void **state)
+{
+    tu_hint_failing_worlds(tu_case_kind(state));
+}
+
+/* ---- indexes with a checking allocator --------------------------------- */
+
+qg_index *tu_open(qg_config c, tu_alloc *a)
+{
+    tu_alloc_init(a);
+    c.allocator = tu_allocator(a);
+    qg_index *idx = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    return idx;
+}
+
+void tu_close(qg_index *idx, tu_alloc *a)
+{
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a->bytes);
+    qg_destroy(idx);
+    assert_int_equal(a->bytes, 0);
+    assert_int_equal(a->errors, 0);
+}
+
+uint64_t tu_begin_pair(uint64_t fallback, tu_rng *r, qg_config c, qg_index **idx, qg_index **oracle)
+{
+    const uint64_t seed = tu_env_seed(fallback);
+    printf("seed %llu\n", (unsigned long long)seed);
+    tu_rng_seed(r, seed);
+    qg_config o = qg_default_config(QG_BRUTE_FORCE);
+    *idx = *oracle = NULL;
+    assert_int_equal(qg_create(&c, idx), QG_OK);
+    assert_int_equal(qg_create(&o, oracle), QG_OK);
+    return seed;
 }
 
 /* ---- bounds are a hint: re-fit scenes ---------------------------------- */

@@ -129,6 +129,28 @@ void tu_snapshot_take(const qg_index *idx, int32_t probe, tu_snapshot *s);
 bool tu_snapshot_equal(const tu_snapshot *a, const tu_snapshot *b, char *msg, size_t msg_size);
 void tu_snapshot_free(tu_snapshot *s);
 
+/* Snapshots of `idx` and `want` (handles 0..probe-1) must be the same
+ * answers, and `idx` must validate; a failure names the case with the
+ * printf-style `fmt` before the first difference. */
+void tu_expect_same(const qg_index *idx, const qg_index *want, int32_t probe, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* ---- indexes with a checking allocator ------------------------------- */
+
+/* Creates an index of config `c` whose allocator is `a` (initialised here). */
+qg_index *tu_open(qg_config c, tu_alloc *a);
+/* Validates `idx`, checks its memory stat is what `a` holds, destroys it
+ * and checks every block came back and `a` saw no misuse. */
+void tu_close(qg_index *idx, tu_alloc *a);
+
+/* The start of a differential case: QG_TEST_SEED or `fallback`, printed so a
+ * failure can be replayed, seeds `r`, and creates `*idx` of config `c` and
+ * `*oracle`, QG_BRUTE_FORCE of its default config. */
+uint64_t tu_begin_pair(uint64_t fallback, tu_rng *r, qg_config c, qg_index **idx, qg_index **oracle);
+
 /* QG_TEST_SCALE from the environment (default 1, clamped to [0.01, 1000]). */
 double tu_scale(void);
 /* n scaled by QG_TEST_SCALE, at least 1. */
@@ -162,6 +184,21 @@ int tu_run_own_group(const char *group, qg_kind kind, const struct CMUnitTest *t
 #define tu_run_own_tests(group, kind, tests) \
     tu_run_own_group((group), (kind), (tests), sizeof(tests) / sizeof *(tests))
 
+/* A program run once per kind: its main(). Parses the kind in argv[1] into
+ * *kind (usage and 2 when bad), then tu_run_kind_group. */
+int tu_kind_main(int argc, char **argv, const char *prefix, qg_kind *kind, const struct CMUnitTest *tests,
+                 size_t n);
+#define tu_kind_main_tests(argc, argv, prefix, kind, tests) \
+    tu_kind_main((argc), (argv), (prefix), (kind), (tests), sizeof(tests) / sizeof *(tests))
+
+/* Cases shared by several kinds' own programs take their kind from cmocka's
+ * initial state: TU_KIND_CASE(name, fn, QG_GRID) is a table entry that runs
+ * fn on QG_GRID under `name` (names stay what QG_TEST_FILTER picks). */
+extern const qg_kind tu_kind_ids[QG_KIND_COUNT];
+#define TU_KIND_CASE(name, fn, kind) {(name), (fn), NULL, NULL, (void *)&tu_kind_ids[(kind)]}
+/* The kind a TU_KIND_CASE entry carries. */
+qg_kind tu_case_kind(void **state);
+
 /* Skips the running cmocka case when `kind` is not built. */
 void tu_skip_unless_built(qg_kind kind);
 
@@ -183,6 +220,11 @@ void tu_hint_refit_oom(qg_kind kind);
  * also run once with every allocation failing, which must answer
  * QG_ERR_NOMEM and change nothing (or succeed without allocating). */
 void tu_hint_failing_worlds(qg_kind kind);
+
+/* The same three as cmocka cases of a TU_KIND_CASE entry. */
+void tu_case_refit_scenes(void **state);
+void tu_case_refit_oom(void **state);
+void tu_case_failing_worlds(void **state);
 
 /* Band and range splits of qg_pairs_parallel on scenes that stress them
  * (one thin row, tall boxes over every band, crowds outside the bounds, a
