@@ -1173,14 +1173,10 @@ int main(int argc, char **argv)
     fprintf(stderr, "contract %s: base seed %" PRIu64 ", scale %g\n", argv[1], g_seed_base,
             tu_scale());
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uniform),
-        cmocka_unit_test(test_tiny),
-        cmocka_unit_test(test_huge),
-        cmocka_unit_test(test_points),
-        cmocka_unit_test(test_coincident),
-        cmocka_unit_test(test_out_of_bounds),
-        cmocka_unit_test(test_mixed),
-        cmocka_unit_test(test_fill_drain),
+        cmocka_unit_test(test_uniform),             cmocka_unit_test(test_tiny),
+        cmocka_unit_test(test_huge),                cmocka_unit_test(test_points),
+        cmocka_unit_test(test_coincident),          cmocka_unit_test(test_out_of_bounds),
+        cmocka_unit_test(test_mixed),               cmocka_unit_test(test_fill_drain),
         cmocka_unit_test(test_deterministic_order),
     };
     return tu_run_kind_tests("contract", g_kind, tests);

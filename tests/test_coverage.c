@@ -819,21 +819,13 @@ static void test_grid_wide_batches(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_visit),
-        cmocka_unit_test(test_bad_jobs),
-        cmocka_unit_test(test_batch_args),
-        cmocka_unit_test(test_batch_parts),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_areas),
-        cmocka_unit_test(test_rays),
-        cmocka_unit_test(test_nearest_args),
-        cmocka_unit_test(test_early_stop),
-        cmocka_unit_test(test_validate_damage),
-        cmocka_unit_test(test_grid_saturated_cells),
-        cmocka_unit_test(test_grid_wide_batches),
+        cmocka_unit_test(test_visit),                cmocka_unit_test(test_bad_jobs),
+        cmocka_unit_test(test_batch_args),           cmocka_unit_test(test_batch_parts),
+        cmocka_unit_test(test_names),                cmocka_unit_test(test_areas),
+        cmocka_unit_test(test_rays),                 cmocka_unit_test(test_nearest_args),
+        cmocka_unit_test(test_early_stop),           cmocka_unit_test(test_validate_damage),
+        cmocka_unit_test(test_grid_saturated_cells), cmocka_unit_test(test_grid_wide_batches),
     };
-    return tu_run_kind_tests("coverage", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "coverage", &g_kind, tests);
 }

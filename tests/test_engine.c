@@ -1066,15 +1066,10 @@ static void test_oom(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_differential),
-        cmocka_unit_test(test_level),
-        cmocka_unit_test(test_cache_upkeep),
-        cmocka_unit_test(test_fat_layer),
-        cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_bad_input), cmocka_unit_test(test_differential),
+        cmocka_unit_test(test_level),     cmocka_unit_test(test_cache_upkeep),
+        cmocka_unit_test(test_fat_layer), cmocka_unit_test(test_oom),
     };
-    return tu_run_kind_tests("engine", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "engine", &g_kind, tests);
 }

@@ -887,14 +887,10 @@ int main(int argc, char **argv)
         return 2;
     g_seed = tu_env_seed(1414);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float_max),
-        cmocka_unit_test(test_tiny),
-        cmocka_unit_test(test_config_extremes),
-        cmocka_unit_test(test_coincident_pairs),
-        cmocka_unit_test(test_coincident_queries),
-        cmocka_unit_test(test_crowd_memory),
-        cmocka_unit_test(test_box_cells),
-        cmocka_unit_test(test_capacity),
+        cmocka_unit_test(test_float_max),          cmocka_unit_test(test_tiny),
+        cmocka_unit_test(test_config_extremes),    cmocka_unit_test(test_coincident_pairs),
+        cmocka_unit_test(test_coincident_queries), cmocka_unit_test(test_crowd_memory),
+        cmocka_unit_test(test_box_cells),          cmocka_unit_test(test_capacity),
     };
     return tu_run_kind_tests("hostile", g_kind, tests);
 }

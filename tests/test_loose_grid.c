@@ -617,14 +617,10 @@ static void test_rays_nearest(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grow_then_shrink),
-        cmocka_unit_test(test_frames),
-        cmocka_unit_test(test_far_moves),
-        cmocka_unit_test(test_outside),
-        cmocka_unit_test(test_scenes),
-        cmocka_unit_test(test_refit_oom),
-        cmocka_unit_test(test_parts),
-        cmocka_unit_test(test_validate_damage),
+        cmocka_unit_test(test_grow_then_shrink), cmocka_unit_test(test_frames),
+        cmocka_unit_test(test_far_moves),        cmocka_unit_test(test_outside),
+        cmocka_unit_test(test_scenes),           cmocka_unit_test(test_refit_oom),
+        cmocka_unit_test(test_parts),            cmocka_unit_test(test_validate_damage),
         cmocka_unit_test(test_rays_nearest),
     };
     return tu_run_own_tests("loose_grid_invariants", QG_LOOSE_GRID, tests);

@@ -184,14 +184,6 @@ static void test_empty_query(void **state)
     close_kind(idx, &a);
 }
 
-/* Bounds are a hint (issue 11): outside, huge and tiny worlds, with failing
- * allocations, exact beside the brute-force kind. */
-static void test_scenes(void **state)
-{
-    (void)state;
-    tu_hint_failing_worlds(QG_MULTI_GRID);
-}
-
 /* ---- several cores ------------------------------------------------------ */
 
 static void test_parts(void **state)
@@ -226,13 +218,12 @@ static void test_rays_nearest(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_levels),
-        cmocka_unit_test(test_churn_exact),
-        cmocka_unit_test(test_sparse_quarter),
-        cmocka_unit_test(test_empty_query),
-        cmocka_unit_test(test_scenes),
-        cmocka_unit_test(test_parts),
-        cmocka_unit_test(test_rays_nearest),
+        cmocka_unit_test(test_levels),         cmocka_unit_test(test_churn_exact),
+        cmocka_unit_test(test_sparse_quarter), cmocka_unit_test(test_empty_query),
+        cmocka_unit_test(test_parts),          cmocka_unit_test(test_rays_nearest),
+        /* Bounds are a hint (issue 11): outside, huge and tiny worlds, with
+         * failing allocations, exact beside the brute-force kind. */
+        TU_KIND_CASE("test_scenes", tu_case_failing_worlds, QG_MULTI_GRID),
     };
     return tu_run_own_tests("multi_grid", QG_MULTI_GRID, tests);
 }

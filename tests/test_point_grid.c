@@ -764,18 +764,12 @@ static void test_validate_damage(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_levels),
-        cmocka_unit_test(test_levels_random),
-        cmocka_unit_test(test_wide_cross),
-        cmocka_unit_test(test_huge_bounds),
-        cmocka_unit_test(test_refit_far_from_tiny_world),
-        cmocka_unit_test(test_default_bound),
-        cmocka_unit_test(test_exact_at_rounding),
-        cmocka_unit_test(test_memory_per_element),
-        cmocka_unit_test(test_visit_and_moves),
-        cmocka_unit_test(test_snapshot_states),
-        cmocka_unit_test(test_parallel_split),
-        cmocka_unit_test(test_validate_damage),
+        cmocka_unit_test(test_levels),                    cmocka_unit_test(test_levels_random),
+        cmocka_unit_test(test_wide_cross),                cmocka_unit_test(test_huge_bounds),
+        cmocka_unit_test(test_refit_far_from_tiny_world), cmocka_unit_test(test_default_bound),
+        cmocka_unit_test(test_exact_at_rounding),         cmocka_unit_test(test_memory_per_element),
+        cmocka_unit_test(test_visit_and_moves),           cmocka_unit_test(test_snapshot_states),
+        cmocka_unit_test(test_parallel_split),            cmocka_unit_test(test_validate_damage),
     };
     return tu_run_own_tests("point_grid_invariants", QG_POINT_GRID, tests);
 }

@@ -508,15 +508,10 @@ static void test_insert_many_oom(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ray_box),
-        cmocka_unit_test(test_raycast),
-        cmocka_unit_test(test_nearest),
-        cmocka_unit_test(test_lattice_unsettled),
-        cmocka_unit_test(test_insert_many),
-        cmocka_unit_test(test_insert_many_oom),
+        cmocka_unit_test(test_ray_box),     cmocka_unit_test(test_raycast),
+        cmocka_unit_test(test_nearest),     cmocka_unit_test(test_lattice_unsettled),
+        cmocka_unit_test(test_insert_many), cmocka_unit_test(test_insert_many_oom),
     };
-    return tu_run_kind_tests("queries", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "queries", &g_kind, tests);
 }

@@ -744,17 +744,11 @@ static void test_thread_pool(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_threads_default),
-        cmocka_unit_test(test_threads_deep),
-        cmocka_unit_test(test_threads_engine),
-        cmocka_unit_test(test_pairs_parallel),
-        cmocka_unit_test(test_move_many),
-        cmocka_unit_test(test_move_many_engine),
-        cmocka_unit_test(test_move_many_oom),
-        cmocka_unit_test(test_thread_pool),
+        cmocka_unit_test(test_threads_default), cmocka_unit_test(test_threads_deep),
+        cmocka_unit_test(test_threads_engine),  cmocka_unit_test(test_pairs_parallel),
+        cmocka_unit_test(test_move_many),       cmocka_unit_test(test_move_many_engine),
+        cmocka_unit_test(test_move_many_oom),   cmocka_unit_test(test_thread_pool),
     };
-    return tu_run_kind_tests("threads", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "threads", &g_kind, tests);
 }

@@ -276,4 +276,16 @@ static void tq_offset_scene(qg_kind kind)
     qg_destroy(ix);
 }
 
+/// Both scenes as cmocka cases of a TU_KIND_CASE entry (test_util.h), so
+/// each tree kind's own program lists them rather than wrapping them again.
+static void tq_case_seams(void **state)
+{
+    tq_seams_scene(tu_case_kind(state));
+}
+
+static void tq_case_offset(void **state)
+{
+    tq_offset_scene(tu_case_kind(state));
+}
+
 #endif
