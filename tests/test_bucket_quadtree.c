@@ -70,13 +70,7 @@ int main(void)
         cmocka_unit_test(test_split_and_eager_merge),
         cmocka_unit_test(test_straddler_stays_in_branch),
         cmocka_unit_test(test_depth_bound),
-        /* Bounds are a hint (issue 11): outside, huge and tiny worlds beside
-         * the brute-force kind, and the re-fit's allocations failing; issue
-         * 13: its own ray cast and nearest search on the seams. */
-        TU_KIND_CASE("test_scenes", tu_case_refit_scenes, QG_BUCKET_QUADTREE),
-        TU_KIND_CASE("test_refit_oom", tu_case_refit_oom, QG_BUCKET_QUADTREE),
-        TU_KIND_CASE("test_seams_bucket_quadtree", tq_case_seams, QG_BUCKET_QUADTREE),
-        TU_KIND_CASE("test_offset_world_bucket_quadtree", tq_case_offset, QG_BUCKET_QUADTREE),
+        TQ_TREE_CASES(QG_BUCKET_QUADTREE, bucket_quadtree),
     };
     return tu_run_own_tests("bucket_quadtree", QG_BUCKET_QUADTREE, tests);
 }

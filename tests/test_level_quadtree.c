@@ -80,13 +80,7 @@ int main(void)
         cmocka_unit_test(test_complete_tree),
         cmocka_unit_test(test_levels_from_bits),
         cmocka_unit_test(test_moves_do_not_allocate),
-        /* Bounds are a hint (issue 11): outside, huge and tiny worlds beside
-         * the brute-force kind, and the re-fit's allocations failing; issue
-         * 13: its own ray cast and nearest search on the seams. */
-        TU_KIND_CASE("test_scenes", tu_case_refit_scenes, QG_LEVEL_QUADTREE),
-        TU_KIND_CASE("test_refit_oom", tu_case_refit_oom, QG_LEVEL_QUADTREE),
-        TU_KIND_CASE("test_seams_level_quadtree", tq_case_seams, QG_LEVEL_QUADTREE),
-        TU_KIND_CASE("test_offset_world_level_quadtree", tq_case_offset, QG_LEVEL_QUADTREE),
+        TQ_TREE_CASES(QG_LEVEL_QUADTREE, level_quadtree),
     };
     return tu_run_own_tests("level_quadtree", QG_LEVEL_QUADTREE, tests);
 }

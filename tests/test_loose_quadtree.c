@@ -81,17 +81,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_costs_nothing),
         cmocka_unit_test(test_cleanup_shrinks_and_collapses),
-        /* Bounds are a hint (issue 11) and issue 13's seams, as in the other
-         * trees' programs. QG_QUADTREE has no test file of its own: its
-         * re-fit and queries share this one. */
-        TU_KIND_CASE("test_scenes_quadtree", tu_case_refit_scenes, QG_QUADTREE),
-        TU_KIND_CASE("test_scenes_loose_quadtree", tu_case_refit_scenes, QG_LOOSE_QUADTREE),
-        TU_KIND_CASE("test_refit_oom_quadtree", tu_case_refit_oom, QG_QUADTREE),
-        TU_KIND_CASE("test_refit_oom_loose_quadtree", tu_case_refit_oom, QG_LOOSE_QUADTREE),
-        TU_KIND_CASE("test_seams_quadtree", tq_case_seams, QG_QUADTREE),
-        TU_KIND_CASE("test_offset_world_quadtree", tq_case_offset, QG_QUADTREE),
-        TU_KIND_CASE("test_seams_loose_quadtree", tq_case_seams, QG_LOOSE_QUADTREE),
-        TU_KIND_CASE("test_offset_world_loose_quadtree", tq_case_offset, QG_LOOSE_QUADTREE),
+        /* QG_QUADTREE has no test file of its own: its cases run here. */
+        TQ_TREE_CASES(QG_QUADTREE, quadtree),
+        TQ_TREE_CASES(QG_LOOSE_QUADTREE, loose_quadtree),
     };
     return tu_run_own_tests("loose_quadtree", QG_LOOSE_QUADTREE, tests);
 }

@@ -113,10 +113,7 @@ static void test_levels(void **state)
         assert_int_equal(pair_count(idx), 3);
         assert_int_equal(qg_move(idx, h, tu_rect(0, 0, 500, 500)), QG_OK);
     }
-    assert_int_equal(qg_validate(idx), QG_OK);
-    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
-    qg_destroy(idx);
-    assert_int_equal(a.bytes, 0);
+    tu_close(idx, &a);
 }
 
 /* Every level at once: sizes from a hundredth of the bound to thousands of
@@ -171,9 +168,7 @@ static void test_levels_random(void **state)
             assert_int_equal(query_count(idx, area), n);
         }
     }
-    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
-    qg_destroy(idx);
-    assert_int_equal(a.bytes, 0);
+    tu_close(idx, &a);
 }
 
 /* A box of a coarse level that spans hundreds of the finest level's
