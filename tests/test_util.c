@@ -108,6 +108,37 @@ qg_allocator tu_allocator(tu_alloc *a)
     return al;
 }
 
+void tu_alloc_fail_in(tu_alloc *a, long k)
+{
+    a->fail_at = a->grow_requests + k;
+}
+
+void tu_alloc_disarm(tu_alloc *a)
+{
+    tu_alloc_end_call(a);
+    a->fail_at = 0;
+}
+
+void tu_each_failure_point(const char *what, long max_k, tu_fail_run run, void *user)
+{
+    long points[2] = {0, 0};
+    for (int mode = 0; mode < 2; mode++) {
+        for (long k = 1;; k++) {
+            tu_alloc a;
+            tu_alloc_init(&a);
+            a.mode = mode ? TU_FAIL_STICKY : TU_FAIL_ONCE;
+            const qg_status s = run(&a, k, user);
+            assert_int_equal(a.errors, 0);
+            assert_int_equal(a.bytes, 0);
+            if (s == QG_OK && a.injected == 0)
+                break;
+            points[mode]++;
+            assert_true(k < max_k);
+        }
+    }
+    printf("%s: %ld failure points fail-once, %ld fail-from-then-on\n", what, points[0], points[1]);
+}
+
 /* ---- RNG: splitmix64, small and good enough ---------------------------- */
 
 void tu_rng_seed(tu_rng *r, uint64_t seed)
@@ -357,6 +388,25 @@ long tu_scaled(long n)
 {
     double v = (double)n * tu_scale();
     return v < 1 ? 1 : (long)v;
+}
+
+void tu_expect_unchanged(const qg_index *idx, tu_snapshot *before, const char *fmt, ...)
+{
+    tu_snapshot now;
+    memset(&now, 0, sizeof now);
+    tu_snapshot_take(idx, before->probe, &now);
+    char diff[200];
+    const bool same = tu_snapshot_equal(before, &now, diff, sizeof diff);
+    tu_snapshot_free(&now);
+    tu_snapshot_free(before);
+    if (same)
+        return;
+    char where[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where, sizeof where, fmt, ap);
+    va_end(ap);
+    fail_msg("%s: %s", where, diff);
 }
 
 /* ---- runner ----------------------------------------------------------- */

@@ -43,6 +43,22 @@ qg_allocator tu_allocator(tu_alloc *a);
 /* Ends the current API call for sticky mode. */
 void tu_alloc_end_call(tu_alloc *a);
 
+/* Arms `a` so that the k-th grow request from now fails (once or from then
+ * on, as a->mode says); tu_alloc_disarm ends the call and fails no more. */
+void tu_alloc_fail_in(tu_alloc *a, long k);
+void tu_alloc_disarm(tu_alloc *a);
+
+/* Every failure point of one call: fail-once, then fail-from-then-on, runs
+ * `run` with k = 1, 2, ... on a fresh allocator in that mode until a run
+ * where the call succeeded with no failure injected (a run past max_k fails
+ * the case). `run` builds its indexes on the allocator, arms it with
+ * tu_alloc_fail_in(a, k) just before the call under test and disarms it
+ * after, checks the answers, destroys its indexes and returns the call's
+ * status; the allocator must then hold nothing and have seen no misuse.
+ * Prints how many failure points each mode had. */
+typedef qg_status (*tu_fail_run)(tu_alloc *a, long k, void *user);
+void tu_each_failure_point(const char *what, long max_k, tu_fail_run run, void *user);
+
 /* ---- RNG ------------------------------------------------------------- */
 
 typedef struct tu_rng {
@@ -135,6 +151,15 @@ void tu_snapshot_free(tu_snapshot *s);
 void tu_expect_same(const qg_index *idx, const qg_index *want, int32_t probe, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* A fresh snapshot of `idx` (the handles `before` probed) must be the same
+ * answers as `before`, which is freed; a failure names the case with the
+ * printf-style `fmt` before the first difference. */
+void tu_expect_unchanged(const qg_index *idx, tu_snapshot *before, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
