@@ -229,6 +229,34 @@ void tu_skip_unless_built(qg_kind kind);
 
 /* ---- bounds are a hint (issue 11): sequences every kind's file can run -- */
 
+/* A world the elements leave or dwarf: boxes of 2..8 units times `scale`,
+ * spread over [-4096, 5120]^2 around [0, 1024]^2 bounds (`outside`) or
+ * over [0, 5000]^2. */
+typedef struct tu_scene {
+    const char *name;
+    qg_rect bounds;
+    float scale;
+    float element_size;
+    bool outside;
+} tu_scene;
+
+qg_rect tu_scene_box(tu_rng *r, const tu_scene *s);
+/* A scene's two indexes: `*k` of `kind` (on allocator `a`, initialised
+ * here, unless NULL) and `*b` brute force, both over the scene's bounds;
+ * `*r` seeded with `seed` and n scene boxes inserted into both (handles
+ * 0..n-1). */
+void tu_scene_fill(qg_kind kind, const tu_scene *s, tu_alloc *a, uint64_t seed, int32_t n, tu_rng *r,
+                   qg_index **k, qg_index **b);
+/* The sorted pairs of `ix` into `out` (the caller frees it), `st` its stats
+ * when not NULL; each pair must come as (low, high). */
+void tu_scene_pairs(const qg_index *ix, tu_vec *out, qg_query_stats *st);
+/* `k` valid, with the pairs of `b` (the brute-force index) at no more than
+ * max_tests pair tests an element (+1000: a pile of elements in a few
+ * leaves or cells would test ~n^2/2), and the same answers as `b` to 20
+ * grown scene boxes shifted by (dx, dy) and to the whole plane. */
+void tu_scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const tu_scene *s, float dx, float dy,
+                      int64_t max_tests);
+
 /* Outside-heavy, huge-bounds and tiny-world scenes beside QG_BRUTE_FORCE:
  * 3,000 boxes, 12 frames of small moves, teleports and churn, and once the
  * whole population walking far off (so the kinds that re-fit do); the same
