@@ -943,9 +943,10 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
                 model_add(m, n, b);
             break;
         }
-        case 1:
-            if (h >= 0 && (s = qg_set_static(ix, h, true)) == QG_OK)
-                m->stat[h] = true;
+        case 1: /* static, then (op 3) dynamic again */
+        case 3:
+            if (h >= 0 && (s = qg_set_static(ix, h, op == 1)) == QG_OK)
+                m->stat[h] = op == 1;
             break;
         case 2:
             if (h >= 0) {
@@ -953,10 +954,6 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
                 if ((s = qg_set_filter(ix, h, f)) == QG_OK)
                     m->filter[h] = f;
             }
-            break;
-        case 3:
-            if (h >= 0 && (s = qg_set_static(ix, h, false)) == QG_OK)
-                m->stat[h] = false;
             break;
         case 4:
             if (h >= 0) {

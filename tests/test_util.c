@@ -390,6 +390,14 @@ long tu_scaled(long n)
     return v < 1 ? 1 : (long)v;
 }
 
+void tu_vfail(const char *context, const char *hint, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    print_error("FAILED %s: %s\n%s", context, msg, hint);
+    fail();
+}
+
 void tu_expect_unchanged(const qg_index *idx, tu_snapshot *before, const char *fmt, ...)
 {
     tu_snapshot now;

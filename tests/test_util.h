@@ -8,6 +8,7 @@
 
 #include <quadgrid.h>
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,6 +163,10 @@ void tu_expect_unchanged(const qg_index *idx, tu_snapshot *before, const char *f
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* Fails the running cmocka case with what was running: prints "FAILED
+ * <context>: <message>" and then `hint` (how to replay it; "" for none). */
+void tu_vfail(const char *context, const char *hint, const char *fmt, va_list ap);
 
 /* ---- indexes with a checking allocator ------------------------------- */
 
