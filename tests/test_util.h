@@ -1,8 +1,11 @@
 /* Shared helpers of the quadgrid tests: a checking, counting, fault-injecting
- * allocator; a seeded RNG; growable result lists; an independent closed-box
- * overlap test; the main() every test program shares; the bounds-are-a-hint
- * sequences several kinds' own tests run. Written against the public header
- * only. */
+ * allocator and the loop over every failure point of a call; a seeded RNG;
+ * growable result lists; an independent closed-box overlap test; snapshot
+ * checks (same answers as an oracle, nothing changed); the main() every test
+ * program shares and cases that carry their kind; the bounds-are-a-hint
+ * sequences and re-fit scenes several kinds' own tests run. Written against
+ * the public header only, so that a check written once here serves every
+ * program. */
 #ifndef QG_TEST_UTIL_H
 #define QG_TEST_UTIL_H
 
