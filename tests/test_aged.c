@@ -441,11 +441,8 @@ static void test_aged_oom(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_aged_differential),
-        cmocka_unit_test(test_aged_oom),
+        cmocka_unit_test(test_aged_differential), cmocka_unit_test(test_aged_oom),
     };
-    return tu_run_kind_tests("aged", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "aged", &g_kind, tests);
 }

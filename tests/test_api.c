@@ -957,8 +957,6 @@ static void test_visit(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_config),
         cmocka_unit_test(test_kind_names),
@@ -982,5 +980,5 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_handle_reuse, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_visit, fx_setup, fx_teardown),
     };
-    return tu_run_kind_tests("api", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "api", &g_kind, tests);
 }

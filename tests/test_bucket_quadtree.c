@@ -64,43 +64,13 @@ static void test_depth_bound(void **state)
     qg_destroy(ix);
 }
 
-/* Bounds are a hint (issue 11): outside, huge and tiny worlds beside the
- * brute-force kind, and the re-fit's allocations failing. */
-static void test_scenes(void **state)
-{
-    (void)state;
-    tu_hint_refit_scenes(QG_BUCKET_QUADTREE);
-}
-
-static void test_refit_oom(void **state)
-{
-    (void)state;
-    tu_hint_refit_oom(QG_BUCKET_QUADTREE);
-}
-
-/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
-static void test_seams_bucket_quadtree(void **state)
-{
-    (void)state;
-    tq_seams_scene(QG_BUCKET_QUADTREE);
-}
-
-static void test_offset_world_bucket_quadtree(void **state)
-{
-    (void)state;
-    tq_offset_scene(QG_BUCKET_QUADTREE);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_and_eager_merge),
         cmocka_unit_test(test_straddler_stays_in_branch),
         cmocka_unit_test(test_depth_bound),
-        cmocka_unit_test(test_scenes),
-        cmocka_unit_test(test_refit_oom),
-        cmocka_unit_test(test_seams_bucket_quadtree),
-        cmocka_unit_test(test_offset_world_bucket_quadtree),
+        TQ_TREE_CASES(QG_BUCKET_QUADTREE, bucket_quadtree),
     };
     return tu_run_own_tests("bucket_quadtree", QG_BUCKET_QUADTREE, tests);
 }

@@ -108,16 +108,15 @@ typedef struct world {
 
 static void wfail(world *w, const char *fmt, ...)
 {
-    char msg[1024];
+    char context[256], hint[128];
+    snprintf(context, sizeof context, "kind=%s config=%s dist=%s seed=%" PRIu64 " step=%ld op=%s live=%d",
+             qg_kind_name(g_kind), w->cfg_name, w->dist_name, w->seed, w->step, w->op, w->nlive);
+    snprintf(hint, sizeof hint, "  reproduce: QG_TEST_SEED=%" PRIu64 " (base seed) test_contract %s\n", g_seed_base,
+             qg_kind_name(g_kind));
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    tu_vfail(context, hint, fmt, ap);
     va_end(ap);
-    print_error("FAILED kind=%s config=%s dist=%s seed=%" PRIu64 " step=%ld op=%s live=%d: %s\n"
-                "  reproduce: QG_TEST_SEED=%" PRIu64 " (base seed) test_contract %s\n",
-                qg_kind_name(g_kind), w->cfg_name, w->dist_name, w->seed, w->step, w->op,
-                w->nlive, msg, g_seed_base, qg_kind_name(g_kind));
-    fail();
 }
 
 static void grow_map(int32_t **m, int32_t *cap, int32_t need)
@@ -1173,14 +1172,10 @@ int main(int argc, char **argv)
     fprintf(stderr, "contract %s: base seed %" PRIu64 ", scale %g\n", argv[1], g_seed_base,
             tu_scale());
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uniform),
-        cmocka_unit_test(test_tiny),
-        cmocka_unit_test(test_huge),
-        cmocka_unit_test(test_points),
-        cmocka_unit_test(test_coincident),
-        cmocka_unit_test(test_out_of_bounds),
-        cmocka_unit_test(test_mixed),
-        cmocka_unit_test(test_fill_drain),
+        cmocka_unit_test(test_uniform),             cmocka_unit_test(test_tiny),
+        cmocka_unit_test(test_huge),                cmocka_unit_test(test_points),
+        cmocka_unit_test(test_coincident),          cmocka_unit_test(test_out_of_bounds),
+        cmocka_unit_test(test_mixed),               cmocka_unit_test(test_fill_drain),
         cmocka_unit_test(test_deterministic_order),
     };
     return tu_run_kind_tests("contract", g_kind, tests);

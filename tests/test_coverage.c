@@ -120,24 +120,6 @@ static unsigned char *find_boxes(const rec_alloc *a, const qg_rect *boxes, qg_ha
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static qg_index *open_index(qg_config c, tu_alloc *a)
-{
-    tu_alloc_init(a);
-    c.allocator = tu_allocator(a);
-    qg_index *idx = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    return idx;
-}
-
-static void close_index(qg_index *idx, tu_alloc *a)
-{
-    assert_int_equal(qg_validate(idx), QG_OK);
-    assert_int_equal(qg_get_stats(idx).memory_bytes, a->bytes);
-    qg_destroy(idx);
-    assert_int_equal(a->bytes, 0);
-    assert_int_equal(a->errors, 0);
-}
-
 /* n boxes in [0, 1000]^2, sizes 1..9, a few coincident. */
 static void fill(qg_index *idx, qg_rect *boxes, int n, uint64_t seed)
 {
@@ -196,7 +178,7 @@ static void test_visit(void **state)
     qg_visit(NULL, on_visit, &v);
     assert_int_equal(v.calls, 0);
     tu_alloc a;
-    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_index *idx = tu_open(qg_default_config(g_kind), &a);
     qg_rect boxes[200];
     fill(idx, boxes, 200, 5);
     qg_visit(idx, NULL, &v); /* nothing to call: returns */
@@ -212,7 +194,7 @@ static void test_visit(void **state)
     qg_visit(idx, on_visit, &w);
     assert_true(w.calls > 0);
     assert_int_equal(w.bad, 0);
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* ---- jobs -------------------------------------------------------------------- */
@@ -243,7 +225,7 @@ static void test_bad_jobs(void **state)
     (void)state;
     tu_skip_unless_built(g_kind);
     tu_alloc a;
-    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_index *idx = tu_open(qg_default_config(g_kind), &a);
     qg_rect boxes[300];
     fill(idx, boxes, 300, 7);
     const long want = count_pairs_of(idx);
@@ -288,7 +270,7 @@ static void test_bad_jobs(void **state)
     assert_true(tu_rect_same(got, to[1]));
     qg_cleanup_parallel(idx, &three);
     tu_snapshot_free(&before);
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* ---- batches ------------------------------------------------------------------ */
@@ -304,7 +286,7 @@ static void test_batch_parts(void **state)
     tu_skip_unless_built(g_kind);
     enum { N = 20000 }; /* past QG_CHECK_SERIAL (16,384), so the checks split */
     tu_alloc a;
-    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_index *idx = tu_open(qg_default_config(g_kind), &a);
     qg_rect *boxes = malloc(sizeof(qg_rect) * N), *to = malloc(sizeof(qg_rect) * N);
     qg_handle *hs = malloc(sizeof(qg_handle) * N);
     assert_non_null(boxes);
@@ -355,7 +337,7 @@ static void test_batch_parts(void **state)
         assert_true(b.min_x == to[i].min_x && b.max_y == to[i].max_y);
     }
     tu_snapshot_free(&before);
-    close_index(idx, &a);
+    tu_close(idx, &a);
     free(boxes);
     free(to);
     free(hs);
@@ -366,7 +348,7 @@ static void test_batch_args(void **state)
     (void)state;
     tu_skip_unless_built(g_kind);
     tu_alloc a;
-    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_index *idx = tu_open(qg_default_config(g_kind), &a);
     qg_rect boxes[100];
     fill(idx, boxes, 100, 11);
     assert_int_equal(qg_remove(idx, 40), QG_OK);
@@ -413,7 +395,7 @@ static void test_batch_args(void **state)
     assert_int_equal(out[1], 100);
     assert_int_equal(out[2], 101);
     tu_snapshot_free(&before);
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* ---- names --------------------------------------------------------------------- */
@@ -448,7 +430,7 @@ static void test_areas(void **state)
     (void)state;
     tu_skip_unless_built(g_kind);
     tu_alloc a;
-    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_index *idx = tu_open(qg_default_config(g_kind), &a);
     qg_rect boxes[100];
     fill(idx, boxes, 100, 13);
     tu_collect c;
@@ -469,7 +451,7 @@ static void test_areas(void **state)
         want += boxes[i].max_x >= 500;
     assert_int_equal((long)c.out.n, want);
     tu_vec_free(&c.out);
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* ---- rays and nearest --------------------------------------------------------------- */
@@ -537,7 +519,7 @@ static void test_rays(void **state)
     tu_alloc a;
     qg_config c = qg_default_config(g_kind);
     c.element_size = 1;
-    qg_index *idx = open_index(c, &a);
+    qg_index *idx = tu_open(c, &a);
     enum { N = 400 };
     qg_rect boxes[N];
     fill(idx, boxes, N - 8, 17);
@@ -569,14 +551,14 @@ static void test_rays(void **state)
     };
     for (size_t i = 0; i < sizeof rays / sizeof *rays; i++)
         check_ray(idx, boxes, N, rays[i][0], rays[i][1], rays[i][2], rays[i][3], rays[i][4]);
-    close_index(idx, &a);
+    tu_close(idx, &a);
 
     /* A world of subnormal size with element_size 0: the generic walk's
      * typical size (a 64th of the bounds) underflows to 0. */
     const float t = FLT_TRUE_MIN;
     c = qg_default_config(g_kind);
     c.bounds = tu_rect(0, 0, 32 * t, 32 * t);
-    idx = open_index(c, &a);
+    idx = tu_open(c, &a);
     qg_rect tiny[60];
     for (int i = 0; i < 60; i++) {
         float x = (float)(i % 8) * 8 * t, y = (float)(i / 8) * 8 * t;
@@ -599,7 +581,7 @@ static void test_rays(void **state)
         assert_true(closer <= k);
         assert_true(d2[k] == qg_point_box_distance2(tiny[hs[k]], 20 * t, 20 * t));
     }
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 static void test_nearest_args(void **state)
@@ -607,7 +589,7 @@ static void test_nearest_args(void **state)
     (void)state;
     tu_skip_unless_built(g_kind);
     tu_alloc a;
-    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_index *idx = tu_open(qg_default_config(g_kind), &a);
     qg_rect boxes[50];
     fill(idx, boxes, 50, 19);
     qg_handle hs[60];
@@ -635,7 +617,7 @@ static void test_nearest_args(void **state)
     /* Nothing within a distance of 0 of a point in empty space. */
     assert_int_equal(qg_nearest(idx, -500, -500, 3, 0, hs, d2, &found), QG_OK);
     assert_int_equal(found, 0);
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* ---- early stop ------------------------------------------------------------------------ */
@@ -645,7 +627,7 @@ static void test_early_stop(void **state)
     (void)state;
     tu_skip_unless_built(g_kind);
     tu_alloc a;
-    qg_index *idx = open_index(qg_default_config(g_kind), &a);
+    qg_index *idx = tu_open(qg_default_config(g_kind), &a);
     /* 100 coincident boxes (one cell, one leaf) and 100 spread ones. */
     for (int i = 0; i < 200; i++) {
         float x = (float)(i % 10) * 90, y = (float)(i / 10) * 45;
@@ -667,7 +649,7 @@ static void test_early_stop(void **state)
         assert_int_equal(c.calls, stops[i] < 60 ? stops[i] : 60);
         tu_vec_free(&c.out);
     }
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* ---- qg_validate on damaged memory --------------------------------------------------------- */
@@ -746,7 +728,7 @@ static void test_grid_saturated_cells(void **state)
     qg_config c = qg_default_config(g_kind);
     c.bounds = tu_rect(-FLT_MAX, -FLT_MAX, FLT_MAX, FLT_MAX);
     c.cell_size = 1e38f;
-    qg_index *idx = open_index(c, &a);
+    qg_index *idx = tu_open(c, &a);
     const qg_rect b[] = {{-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX}, {FLT_MAX, FLT_MAX, FLT_MAX, FLT_MAX},
                          {-3e38f, 3e38f, -2.9e38f, 3.1e38f}, {0, 0, 1, 1}};
     for (int i = 0; i < 4; i++)
@@ -756,7 +738,7 @@ static void test_grid_saturated_cells(void **state)
     assert_true(v.calls >= 4);
     assert_int_equal(v.bad, 0);
     assert_int_equal(count_pairs_of(idx), 0);
-    close_index(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* Batch moves into and out of the wide list (a box over more than 64 x 64
@@ -773,9 +755,9 @@ static void test_grid_wide_batches(void **state)
     tu_alloc a, ab;
     qg_config c = qg_default_config(g_kind);
     c.cell_size = 4; /* 256 x 256 cells of 4 in [0, 1024]^2 */
-    qg_index *idx = open_index(c, &a);
+    qg_index *idx = tu_open(c, &a);
     qg_config cb = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *ref = open_index(cb, &ab);
+    qg_index *ref = tu_open(cb, &ab);
     enum { N = 120 };
     qg_rect boxes[N];
     qg_handle hs[N];
@@ -813,27 +795,19 @@ static void test_grid_wide_batches(void **state)
         assert_int_equal(qg_pairs_parallel(idx, &three, count_null_user, users, NULL), QG_OK);
         assert_int_equal(g_null_users.pairs, count_pairs_of(ref));
     }
-    close_index(ref, &ab);
-    close_index(idx, &a);
+    tu_close(ref, &ab);
+    tu_close(idx, &a);
 }
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_visit),
-        cmocka_unit_test(test_bad_jobs),
-        cmocka_unit_test(test_batch_args),
-        cmocka_unit_test(test_batch_parts),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_areas),
-        cmocka_unit_test(test_rays),
-        cmocka_unit_test(test_nearest_args),
-        cmocka_unit_test(test_early_stop),
-        cmocka_unit_test(test_validate_damage),
-        cmocka_unit_test(test_grid_saturated_cells),
-        cmocka_unit_test(test_grid_wide_batches),
+        cmocka_unit_test(test_visit),                cmocka_unit_test(test_bad_jobs),
+        cmocka_unit_test(test_batch_args),           cmocka_unit_test(test_batch_parts),
+        cmocka_unit_test(test_names),                cmocka_unit_test(test_areas),
+        cmocka_unit_test(test_rays),                 cmocka_unit_test(test_nearest_args),
+        cmocka_unit_test(test_early_stop),           cmocka_unit_test(test_validate_damage),
+        cmocka_unit_test(test_grid_saturated_cells), cmocka_unit_test(test_grid_wide_batches),
     };
-    return tu_run_kind_tests("coverage", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "coverage", &g_kind, tests);
 }

@@ -75,34 +75,52 @@ static void model_remove(model *m, qg_handle h)
 
 /* ---- scenes ------------------------------------------------------------- */
 
-/* Tiles on a 16-unit lattice, small agents, zero-size points, coincident
- * piles, huge boxes and boxes far outside the default bounds. */
-static qg_rect random_box(tu_rng *r)
+/* A mix of boxes, by cumulative percent of the draws: lattice tiles, small
+ * agents, zero-size points, a coincident pile, huge boxes, boxes far
+ * outside; the rest tiny (or 16-wide off the lattice). Positions spread
+ * over [lo, hi]^2. */
+typedef struct box_mix {
+    uint32_t tiles, small, points, pile, huge, far;
+    float lo, hi, far_size;
+    bool rest_tiny;
+} box_mix;
+
+static qg_rect mixed_box(tu_rng *r, const box_mix *m)
 {
     const uint32_t k = tu_rng_below(r, 100);
-    if (k < 35) { /* a tile */
+    if (k < m->tiles) {
         const float x = 16.0f * (float)tu_rng_below(r, 40), y = 16.0f * (float)tu_rng_below(r, 40);
         return tu_rect(x, y, x + 16, y + 16);
     }
-    float x = tu_rng_range(r, -100, 700), y = tu_rng_range(r, -100, 700);
-    if (k < 70) {
+    float x = tu_rng_range(r, m->lo, m->hi), y = tu_rng_range(r, m->lo, m->hi);
+    if (k < m->small) {
         const float w = tu_rng_range(r, 0, 6), h = tu_rng_range(r, 0, 6);
         return tu_rect(x, y, x + w, y + h);
     }
-    if (k < 78)
+    if (k < m->points)
         return tu_rect(x, y, x, y);
-    if (k < 84)
-        return tu_rect(100, 100, 108, 108); /* coincident */
-    if (k < 90) {
+    if (k < m->pile)
+        return tu_rect(100, 100, 108, 108);
+    if (k < m->huge) {
         const float w = tu_rng_range(r, 200, 3000);
         return tu_rect(x - w, y - 10, x + w, y + 10);
     }
-    if (k < 96) { /* far outside */
+    if (k < m->far) {
         x *= 3000.0f;
         y *= -2000.0f;
-        return tu_rect(x, y, x + 5, y + 5);
+        return tu_rect(x, y, x + m->far_size, y + m->far_size);
     }
-    return tu_rect(x, y, x + tu_rng_range(r, 1e-6f, 1e-3f), y + 1e-4f); /* tiny */
+    if (m->rest_tiny)
+        return tu_rect(x, y, x + tu_rng_range(r, 1e-6f, 1e-3f), y + 1e-4f);
+    return tu_rect(x, y, x + 16, y + 16);
+}
+
+/* Tiles on a 16-unit lattice and everything else around the default
+ * bounds. */
+static qg_rect random_box(tu_rng *r)
+{
+    static const box_mix mix = {35, 70, 78, 84, 90, 96, -100, 700, 5, true};
+    return mixed_box(r, &mix);
 }
 
 static qg_filter random_filter(tu_rng *r)
@@ -615,26 +633,8 @@ static void test_level(void **state)
  * and boxes far outside among them. */
 static qg_rect fat_crowd_box(tu_rng *r)
 {
-    const uint32_t k = tu_rng_below(r, 100);
-    float x = tu_rng_range(r, 0, 3000), y = tu_rng_range(r, 0, 3000);
-    if (k < 70) {
-        const float w = tu_rng_range(r, 0, 6), h = tu_rng_range(r, 0, 6);
-        return tu_rect(x, y, x + w, y + h);
-    }
-    if (k < 80)
-        return tu_rect(x, y, x, y);
-    if (k < 84)
-        return tu_rect(100, 100, 108, 108); /* coincident */
-    if (k < 86) {
-        const float w = tu_rng_range(r, 200, 3000);
-        return tu_rect(x - w, y - 10, x + w, y + 10);
-    }
-    if (k < 92) { /* far outside */
-        x *= 3000.0f;
-        y *= -2000.0f;
-        return tu_rect(x, y, x + 4, y + 4);
-    }
-    return tu_rect(x, y, x + 16, y + 16);
+    static const box_mix mix = {0, 70, 80, 84, 86, 92, 0, 3000, 4, false};
+    return mixed_box(r, &mix);
 }
 
 static void test_fat_layer(void **state)
@@ -943,9 +943,10 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
                 model_add(m, n, b);
             break;
         }
-        case 1:
-            if (h >= 0 && (s = qg_set_static(ix, h, true)) == QG_OK)
-                m->stat[h] = true;
+        case 1: /* static, then (op 3) dynamic again */
+        case 3:
+            if (h >= 0 && (s = qg_set_static(ix, h, op == 1)) == QG_OK)
+                m->stat[h] = op == 1;
             break;
         case 2:
             if (h >= 0) {
@@ -953,10 +954,6 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
                 if ((s = qg_set_filter(ix, h, f)) == QG_OK)
                     m->filter[h] = f;
             }
-            break;
-        case 3:
-            if (h >= 0 && (s = qg_set_static(ix, h, false)) == QG_OK)
-                m->stat[h] = false;
             break;
         case 4:
             if (h >= 0) {
@@ -1066,15 +1063,10 @@ static void test_oom(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_differential),
-        cmocka_unit_test(test_level),
-        cmocka_unit_test(test_cache_upkeep),
-        cmocka_unit_test(test_fat_layer),
-        cmocka_unit_test(test_oom),
+        cmocka_unit_test(test_bad_input), cmocka_unit_test(test_differential),
+        cmocka_unit_test(test_level),     cmocka_unit_test(test_cache_upkeep),
+        cmocka_unit_test(test_fat_layer), cmocka_unit_test(test_oom),
     };
-    return tu_run_kind_tests("engine", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "engine", &g_kind, tests);
 }

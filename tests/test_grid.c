@@ -366,14 +366,6 @@ static void test_defaults(void **state)
     qg_destroy(idx);
 }
 
-/* Bounds are a hint (issue 11): outside, huge and tiny worlds, with failing
- * allocations, exact beside the brute-force kind. */
-static void test_scenes(void **state)
-{
-    (void)state;
-    tu_hint_failing_worlds(QG_GRID);
-}
-
 /* Huge bounds keep cells of the element size (the world wraps), tiny worlds
  * keep working. */
 static void test_huge_tiny_cells(void **state)
@@ -442,13 +434,16 @@ static void test_rays_nearest(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stats_cells),       cmocka_unit_test(test_row_memory_given_back),
-        cmocka_unit_test(test_move_in_place),     cmocka_unit_test(test_outside_bounds),
-        cmocka_unit_test(test_big_box),           cmocka_unit_test(test_multi_row_rollback),
-        cmocka_unit_test(test_cells_visited),     cmocka_unit_test(test_clear),
-        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_everywhere),
-        cmocka_unit_test(test_scenes),            cmocka_unit_test(test_huge_tiny_cells),
-        cmocka_unit_test(test_parts),             cmocka_unit_test(test_rays_nearest),
+        cmocka_unit_test(test_stats_cells),   cmocka_unit_test(test_row_memory_given_back),
+        cmocka_unit_test(test_move_in_place), cmocka_unit_test(test_outside_bounds),
+        cmocka_unit_test(test_big_box),       cmocka_unit_test(test_multi_row_rollback),
+        cmocka_unit_test(test_cells_visited), cmocka_unit_test(test_clear),
+        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_everywhere),
+        cmocka_unit_test(test_huge_tiny_cells), cmocka_unit_test(test_parts),
+        cmocka_unit_test(test_rays_nearest),
+        /* Bounds are a hint (issue 11): outside, huge and tiny worlds, with
+         * failing allocations, exact beside the brute-force kind. */
+        TU_KIND_CASE("test_scenes", tu_case_failing_worlds, QG_GRID),
     };
     return tu_run_own_tests("grid", QG_GRID, tests);
 }

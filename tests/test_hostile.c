@@ -350,6 +350,22 @@ static qg_index *make(qg_config c, cap_alloc *a, const char *name)
     return idx;
 }
 
+/* The sequence of `gen` in a world of each of the bounds. */
+static void run_worlds(const qg_rect *bounds, size_t n, box_gen *gen, const char *what)
+{
+    for (size_t b = 0; b < n; b++) {
+        qg_config c = qg_default_config(g_kind);
+        c.bounds = bounds[b];
+        cap_alloc a;
+        char name[64];
+        snprintf(name, sizeof name, "%s bounds %zu", what, b);
+        qg_index *idx = make(c, &a, name);
+        run_sequence(idx, gen, NULL, 400, name);
+        qg_destroy(idx);
+        assert_int_equal(a.bytes, 0);
+    }
+}
+
 static void test_float_max(void **state)
 {
     (void)state;
@@ -357,17 +373,7 @@ static void test_float_max(void **state)
     const qg_rect bounds[] = {{-FLT_MAX, -FLT_MAX, FLT_MAX, FLT_MAX},
                               {0, 0, 1024, 1024},
                               {FLT_MAX / 2, FLT_MAX / 2, FLT_MAX, FLT_MAX}};
-    for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++) {
-        qg_config c = qg_default_config(g_kind);
-        c.bounds = bounds[b];
-        cap_alloc a;
-        char name[64];
-        snprintf(name, sizeof name, "float_max bounds %zu", b);
-        qg_index *idx = make(c, &a, name);
-        run_sequence(idx, gen_float_max, NULL, 400, name);
-        qg_destroy(idx);
-        assert_int_equal(a.bytes, 0);
-    }
+    run_worlds(bounds, sizeof bounds / sizeof *bounds, gen_float_max, "float_max");
 }
 
 static void test_tiny(void **state)
@@ -376,17 +382,7 @@ static void test_tiny(void **state)
     tu_skip_unless_built(g_kind);
     const float t = FLT_TRUE_MIN;
     const qg_rect bounds[] = {{-100 * t, -100 * t, 100 * t, 100 * t}, {0, 0, t, t}, {0, 0, 1e-30f, 1e-30f}};
-    for (size_t b = 0; b < sizeof bounds / sizeof *bounds; b++) {
-        qg_config c = qg_default_config(g_kind);
-        c.bounds = bounds[b];
-        cap_alloc a;
-        char name[64];
-        snprintf(name, sizeof name, "tiny bounds %zu", b);
-        qg_index *idx = make(c, &a, name);
-        run_sequence(idx, gen_tiny, NULL, 400, name);
-        qg_destroy(idx);
-        assert_int_equal(a.bytes, 0);
-    }
+    run_worlds(bounds, sizeof bounds / sizeof *bounds, gen_tiny, "tiny");
 }
 
 typedef struct query_count {
@@ -887,14 +883,10 @@ int main(int argc, char **argv)
         return 2;
     g_seed = tu_env_seed(1414);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float_max),
-        cmocka_unit_test(test_tiny),
-        cmocka_unit_test(test_config_extremes),
-        cmocka_unit_test(test_coincident_pairs),
-        cmocka_unit_test(test_coincident_queries),
-        cmocka_unit_test(test_crowd_memory),
-        cmocka_unit_test(test_box_cells),
-        cmocka_unit_test(test_capacity),
+        cmocka_unit_test(test_float_max),          cmocka_unit_test(test_tiny),
+        cmocka_unit_test(test_config_extremes),    cmocka_unit_test(test_coincident_pairs),
+        cmocka_unit_test(test_coincident_queries), cmocka_unit_test(test_crowd_memory),
+        cmocka_unit_test(test_box_cells),          cmocka_unit_test(test_capacity),
     };
     return tu_run_kind_tests("hostile", g_kind, tests);
 }

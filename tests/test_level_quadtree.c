@@ -74,43 +74,13 @@ static void test_moves_do_not_allocate(void **state)
     qg_destroy(ix);
 }
 
-/* Bounds are a hint (issue 11): outside, huge and tiny worlds beside the
- * brute-force kind, and the re-fit's allocations failing. */
-static void test_scenes(void **state)
-{
-    (void)state;
-    tu_hint_refit_scenes(QG_LEVEL_QUADTREE);
-}
-
-static void test_refit_oom(void **state)
-{
-    (void)state;
-    tu_hint_refit_oom(QG_LEVEL_QUADTREE);
-}
-
-/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
-static void test_seams_level_quadtree(void **state)
-{
-    (void)state;
-    tq_seams_scene(QG_LEVEL_QUADTREE);
-}
-
-static void test_offset_world_level_quadtree(void **state)
-{
-    (void)state;
-    tq_offset_scene(QG_LEVEL_QUADTREE);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_complete_tree),
         cmocka_unit_test(test_levels_from_bits),
         cmocka_unit_test(test_moves_do_not_allocate),
-        cmocka_unit_test(test_scenes),
-        cmocka_unit_test(test_refit_oom),
-        cmocka_unit_test(test_seams_level_quadtree),
-        cmocka_unit_test(test_offset_world_level_quadtree),
+        TQ_TREE_CASES(QG_LEVEL_QUADTREE, level_quadtree),
     };
     return tu_run_own_tests("level_quadtree", QG_LEVEL_QUADTREE, tests);
 }

@@ -272,15 +272,7 @@ static void test_outside(void **state)
 
 /* ---- bounds are a hint: the world re-fits to the elements ------------- */
 
-typedef struct scene_spec {
-    const char *name;
-    qg_rect bounds;
-    float scale;       /* coordinates are [-4096, 5120] or [0, 5000] times this */
-    float element_size;
-    bool outside;      /* spread over [-4096, 5120]^2 around [0,1024]^2 bounds */
-} scene_spec;
-
-static const scene_spec SCENES[] = {
+static const tu_scene SCENES[] = {
     {"outside", {0, 0, 1024, 1024}, 1.0f, 5.0f, true},
     {"huge", {-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f, 5.0f * 0x1p100f, false},
     {"max_bounds", {-FLT_MAX, -FLT_MAX, FLT_MAX, FLT_MAX}, 0x1p100f, 0, false},
@@ -288,63 +280,9 @@ static const scene_spec SCENES[] = {
     {"tiny_default_size", {0, 0, 1e-30f, 1e-30f}, 0x1p-113f, 0, false},
 };
 
-static qg_rect scene_box(tu_rng *r, const scene_spec *s)
-{
-    const float lo = s->outside ? -4096.0f : 0.0f, hi = s->outside ? 5120.0f : 5000.0f;
-    const float h = tu_rng_range(r, 1.0f, 4.0f);
-    const float x = tu_rng_range(r, lo + h, hi - h), y = tu_rng_range(r, lo + h, hi - h);
-    return (qg_rect){(x - h) * s->scale, (y - h) * s->scale, (x + h) * s->scale, (y + h) * s->scale};
-}
-
 static qg_rect shifted(qg_rect b, float dx, float dy)
 {
     return (qg_rect){b.min_x + dx, b.min_y + dy, b.max_x + dx, b.max_y + dy};
-}
-
-static void scene_pairs(const qg_index *ix, tu_vec *out, qg_query_stats *st)
-{
-    tu_collect c;
-    memset(&c, 0, sizeof c);
-    assert_int_equal(qg_pairs_with_stats(ix, tu_collect_pair, &c, st), QG_OK);
-    assert_int_equal(c.bad_order, 0);
-    tu_vec_sort(&c.out);
-    *out = c.out;
-}
-
-/* Same pairs and query answers as the brute-force index, valid, and no pile:
- * elements clamped into a few cells would cost ~n^2/2 pair tests. */
-static void scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const scene_spec *s, float dx, float dy)
-{
-    assert_int_equal(qg_validate(k), QG_OK);
-    tu_vec pk, pb;
-    qg_query_stats st;
-    scene_pairs(k, &pk, &st);
-    scene_pairs(b, &pb, NULL);
-    assert_int_equal(pk.n, pb.n);
-    assert_int_equal(tu_vec_first_diff(&pk, &pb), -1);
-    const int32_t n = qg_count(k);
-    if (st.elements_tested > 100 * (int64_t)n + 1000)
-        fail_msg("%s: %lld pair tests for %d elements", s->name, (long long)st.elements_tested, (int)n);
-    tu_vec_free(&pk);
-    tu_vec_free(&pb);
-    for (int q = 0; q < 20; q++) {
-        qg_rect a = shifted(scene_box(r, s), dx, dy);
-        const float grow = (float)q * 10.0f * s->scale;
-        a = (qg_rect){a.min_x - grow, a.min_y - grow, a.max_x + grow, a.max_y + grow};
-        if (q == 19)
-            a = tu_rect(-INFINITY, -INFINITY, INFINITY, INFINITY);
-        tu_collect ck, cb;
-        memset(&ck, 0, sizeof ck);
-        memset(&cb, 0, sizeof cb);
-        assert_int_equal(qg_query(k, a, tu_collect_query, &ck), QG_OK);
-        assert_int_equal(qg_query(b, a, tu_collect_query, &cb), QG_OK);
-        tu_vec_sort(&ck.out);
-        tu_vec_sort(&cb.out);
-        assert_int_equal(ck.out.n, cb.out.n);
-        assert_int_equal(tu_vec_first_diff(&ck.out, &cb.out), -1);
-        tu_vec_free(&ck.out);
-        tu_vec_free(&cb.out);
-    }
 }
 
 /* Outside-heavy, huge-bounds and tiny-world sequences beside brute_force:
@@ -357,28 +295,16 @@ static void test_scenes(void **state)
     (void)state;
     tu_skip_unless_built(QG_LOOSE_GRID);
     for (size_t si = 0; si < sizeof SCENES / sizeof *SCENES; si++) {
-        const scene_spec *s = &SCENES[si];
-        tu_alloc a;
-        tu_alloc_init(&a);
-        qg_config ck = qg_default_config(QG_LOOSE_GRID), cb = qg_default_config(QG_BRUTE_FORCE);
-        ck.bounds = cb.bounds = s->bounds;
-        ck.element_size = s->element_size;
-        ck.allocator = tu_allocator(&a);
-        qg_index *k = NULL, *b = NULL;
-        assert_int_equal(qg_create(&ck, &k), QG_OK);
-        assert_int_equal(qg_create(&cb, &b), QG_OK);
-        tu_rng r;
-        tu_rng_seed(&r, 1100 + si);
+        const tu_scene *s = &SCENES[si];
         enum { N = 3000 };
-        for (int i = 0; i < N; i++) {
-            const qg_rect box = scene_box(&r, s);
-            assert_int_equal(qg_insert(k, box), i);
-            assert_int_equal(qg_insert(b, box), i);
-        }
-        scene_compare(k, b, &r, s, 0, 0); /* fitted by the inserts, before any cleanup */
+        tu_alloc a;
+        tu_rng r;
+        qg_index *k, *b;
+        tu_scene_fill(QG_LOOSE_GRID, s, &a, 1100 + si, N, &r, &k, &b);
+        tu_scene_compare(k, b, &r, s, 0, 0, 100); /* fitted by the inserts, before any cleanup */
         qg_cleanup(k);
         qg_cleanup(b);
-        scene_compare(k, b, &r, s, 0, 0);
+        tu_scene_compare(k, b, &r, s, 0, 0, 100);
         float dx = 0, dy = 0; /* where the population walked off to */
         for (int frame = 0; frame < 14; frame++) {
             for (int i = 0; i < N; i++) {
@@ -386,7 +312,7 @@ static void test_scenes(void **state)
                 if (qg_get(k, i, &box) != QG_OK)
                     continue;
                 if (tu_rng_chance(&r, 0.02)) {
-                    box = shifted(scene_box(&r, s), dx, dy); /* teleport */
+                    box = shifted(tu_scene_box(&r, s), dx, dy); /* teleport */
                 } else {
                     box = shifted(box, tu_rng_range(&r, -2, 2) * s->scale, tu_rng_range(&r, -2, 2) * s->scale);
                 }
@@ -402,7 +328,7 @@ static void test_scenes(void **state)
             }
             assert_int_equal(qg_validate(k), QG_OK);
             while (qg_count(k) < N) {
-                const qg_rect box = shifted(scene_box(&r, s), dx, dy);
+                const qg_rect box = shifted(tu_scene_box(&r, s), dx, dy);
                 const qg_handle h = qg_insert(k, box);
                 assert_true(h >= 0);
                 assert_int_equal(qg_insert(b, box), h);
@@ -422,8 +348,8 @@ static void test_scenes(void **state)
                 }
                 /* Exact before the re-fit too (piled on the border cells). */
                 tu_vec pk, pb;
-                scene_pairs(k, &pk, NULL);
-                scene_pairs(b, &pb, NULL);
+                tu_scene_pairs(k, &pk, NULL);
+                tu_scene_pairs(b, &pb, NULL);
                 assert_int_equal(tu_vec_first_diff(&pk, &pb), -1);
                 tu_vec_free(&pk);
                 tu_vec_free(&pb);
@@ -433,7 +359,7 @@ static void test_scenes(void **state)
             qg_cleanup(k);
             qg_cleanup(b);
             assert_int_equal(a.grow_requests, grows); /* cleanup never allocates */
-            scene_compare(k, b, &r, s, dx, dy);
+            tu_scene_compare(k, b, &r, s, dx, dy, 100);
         }
         qg_stats st = qg_get_stats(k);
         print_message("loose_grid %s: %d loose cells, %.1f bytes per element\n", s->name, st.leaves,
@@ -458,7 +384,7 @@ static void test_refit_oom(void **state)
     (void)state;
     tu_skip_unless_built(QG_LOOSE_GRID);
     for (size_t si = 0; si < 2; si++) {
-        const scene_spec *s = &SCENES[si]; /* outside, huge */
+        const tu_scene *s = &SCENES[si]; /* outside, huge */
         tu_alloc a;
         tu_alloc_init(&a);
         a.mode = TU_FAIL_EACH_CALL;
@@ -488,7 +414,7 @@ static void test_refit_oom(void **state)
                 qg_cleanup(ix);
             }
             const qg_handle h = insert ? step : (qg_handle)(step % N);
-            const qg_rect box = shifted(scene_box(&r, s), d, -d);
+            const qg_rect box = shifted(tu_scene_box(&r, s), d, -d);
             tu_snapshot before, after;
             memset(&before, 0, sizeof before);
             memset(&after, 0, sizeof after);
@@ -555,10 +481,7 @@ static void test_parts(void **state)
     tu_alloc_init(&a);
     qg_index *idx = make(&a, tu_rect(0, 0, 1024, 1024), 32);
     tu_parts_scenes(idx);
-    assert_int_equal(qg_validate(idx), QG_OK);
-    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
-    qg_destroy(idx);
-    assert_int_equal(a.bytes, 0);
+    tu_close(idx, &a);
 }
 
 /* qg_validate catches an element listed twice (and so another missing)
@@ -617,14 +540,10 @@ static void test_rays_nearest(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grow_then_shrink),
-        cmocka_unit_test(test_frames),
-        cmocka_unit_test(test_far_moves),
-        cmocka_unit_test(test_outside),
-        cmocka_unit_test(test_scenes),
-        cmocka_unit_test(test_refit_oom),
-        cmocka_unit_test(test_parts),
-        cmocka_unit_test(test_validate_damage),
+        cmocka_unit_test(test_grow_then_shrink), cmocka_unit_test(test_frames),
+        cmocka_unit_test(test_far_moves),        cmocka_unit_test(test_outside),
+        cmocka_unit_test(test_scenes),           cmocka_unit_test(test_refit_oom),
+        cmocka_unit_test(test_parts),            cmocka_unit_test(test_validate_damage),
         cmocka_unit_test(test_rays_nearest),
     };
     return tu_run_own_tests("loose_grid_invariants", QG_LOOSE_GRID, tests);

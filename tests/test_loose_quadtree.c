@@ -76,72 +76,14 @@ static void test_cleanup_shrinks_and_collapses(void **state)
     qg_destroy(ix);
 }
 
-/* Bounds are a hint (issue 11): outside, huge and tiny worlds beside the
- * brute-force kind, and the re-fit's allocations failing. QG_QUADTREE has no
- * test file of its own: its re-fit shares this one. */
-static void test_scenes_quadtree(void **state)
-{
-    (void)state;
-    tu_hint_refit_scenes(QG_QUADTREE);
-}
-
-static void test_scenes_loose_quadtree(void **state)
-{
-    (void)state;
-    tu_hint_refit_scenes(QG_LOOSE_QUADTREE);
-}
-
-static void test_refit_oom_quadtree(void **state)
-{
-    (void)state;
-    tu_hint_refit_oom(QG_QUADTREE);
-}
-
-static void test_refit_oom_loose_quadtree(void **state)
-{
-    (void)state;
-    tu_hint_refit_oom(QG_LOOSE_QUADTREE);
-}
-
-/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
-static void test_seams_quadtree(void **state)
-{
-    (void)state;
-    tq_seams_scene(QG_QUADTREE);
-}
-
-static void test_offset_world_quadtree(void **state)
-{
-    (void)state;
-    tq_offset_scene(QG_QUADTREE);
-}
-
-/* Issue 13: its own ray cast and nearest search on the seams (tree_query_cases.h). */
-static void test_seams_loose_quadtree(void **state)
-{
-    (void)state;
-    tq_seams_scene(QG_LOOSE_QUADTREE);
-}
-
-static void test_offset_world_loose_quadtree(void **state)
-{
-    (void)state;
-    tq_offset_scene(QG_LOOSE_QUADTREE);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_costs_nothing),
         cmocka_unit_test(test_cleanup_shrinks_and_collapses),
-        cmocka_unit_test(test_scenes_quadtree),
-        cmocka_unit_test(test_scenes_loose_quadtree),
-        cmocka_unit_test(test_refit_oom_quadtree),
-        cmocka_unit_test(test_refit_oom_loose_quadtree),
-        cmocka_unit_test(test_seams_quadtree),
-        cmocka_unit_test(test_offset_world_quadtree),
-        cmocka_unit_test(test_seams_loose_quadtree),
-        cmocka_unit_test(test_offset_world_loose_quadtree),
+        /* QG_QUADTREE has no test file of its own: its cases run here. */
+        TQ_TREE_CASES(QG_QUADTREE, quadtree),
+        TQ_TREE_CASES(QG_LOOSE_QUADTREE, loose_quadtree),
     };
     return tu_run_own_tests("loose_quadtree", QG_LOOSE_QUADTREE, tests);
 }

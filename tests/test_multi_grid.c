@@ -20,23 +20,10 @@
 
 static qg_index *open_kind(qg_kind kind, tu_alloc *a, qg_rect bounds, float cell)
 {
-    tu_alloc_init(a);
     qg_config c = qg_default_config(kind);
     c.bounds = bounds;
     c.cell_size = cell;
-    c.allocator = tu_allocator(a);
-    qg_index *idx = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    return idx;
-}
-
-static void close_kind(qg_index *idx, tu_alloc *a)
-{
-    assert_int_equal(qg_validate(idx), QG_OK);
-    assert_int_equal(qg_get_stats(idx).memory_bytes, a->bytes);
-    qg_destroy(idx);
-    assert_int_equal(a->bytes, 0);
-    assert_int_equal(a->errors, 0);
+    return tu_open(c, a);
 }
 
 /* 1024x1024 world of 4x4 cells: 256x256 fine cells, 32x32 + 4x4 + 1x1
@@ -50,7 +37,7 @@ static void test_levels(void **state)
     assert_int_equal(s.leaves, 256 * 256);
     assert_int_equal(s.nodes, 256 * 256 + 32 * 32 + 4 * 4 + 1);
     assert_int_equal(s.max_depth_reached, 3);
-    close_kind(idx, &a);
+    tu_close(idx, &a);
 }
 
 static void count_depths(qg_rect cell, int depth, int32_t elements, void *user)
@@ -120,8 +107,8 @@ static void test_churn_exact(void **state)
     long d[16] = {0};
     qg_visit(m, count_depths, d);
     assert_true(n == 0 || (d[0] == 1 && d[qg_get_stats(m).max_depth_reached] > 0));
-    close_kind(m, &am);
-    close_kind(g, &ag);
+    tu_close(m, &am);
+    tu_close(g, &ag);
 }
 
 /* The bench's sparse case in small: 95% of the world empty, a query over
@@ -161,8 +148,8 @@ static void test_sparse_quarter(void **state)
     assert_true(sm.nodes_visited * 4 < sg.nodes_visited);
     tu_vec_free(&cm.out);
     tu_vec_free(&cg.out);
-    close_kind(m, &am);
-    close_kind(g, &ag);
+    tu_close(m, &am);
+    tu_close(g, &ag);
 }
 
 /* An empty multi_grid query looks at the top word only. */
@@ -181,15 +168,7 @@ static void test_empty_query(void **state)
     assert_int_equal(qg_remove(idx, h), QG_OK);
     qg_cleanup(idx);
     tu_vec_free(&c.out);
-    close_kind(idx, &a);
-}
-
-/* Bounds are a hint (issue 11): outside, huge and tiny worlds, with failing
- * allocations, exact beside the brute-force kind. */
-static void test_scenes(void **state)
-{
-    (void)state;
-    tu_hint_failing_worlds(QG_MULTI_GRID);
+    tu_close(idx, &a);
 }
 
 /* ---- several cores ------------------------------------------------------ */
@@ -200,7 +179,7 @@ static void test_parts(void **state)
     tu_alloc a;
     qg_index *idx = open_kind(QG_MULTI_GRID, &a, tu_rect(0, 0, 1024, 1024), 4);
     tu_parts_scenes(idx);
-    close_kind(idx, &a);
+    tu_close(idx, &a);
 }
 
 /* Own ray casts and nearest searches (issue 13) against plain loops (the
@@ -215,24 +194,23 @@ static void test_rays_nearest(void **state)
         tu_alloc a;
         qg_index *idx = open_kind(QG_MULTI_GRID, &a, bounds, cells[i]);
         kq_layers(idx, 1024.0f, 16.0f, tu_env_seed(1400 + (uint64_t)i));
-        close_kind(idx, &a);
+        tu_close(idx, &a);
     }
     tu_alloc a;
     qg_index *idx = open_kind(QG_MULTI_GRID, &a, bounds, 16);
     kq_small(idx);
-    close_kind(idx, &a);
+    tu_close(idx, &a);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_levels),
-        cmocka_unit_test(test_churn_exact),
-        cmocka_unit_test(test_sparse_quarter),
-        cmocka_unit_test(test_empty_query),
-        cmocka_unit_test(test_scenes),
-        cmocka_unit_test(test_parts),
-        cmocka_unit_test(test_rays_nearest),
+        cmocka_unit_test(test_levels),         cmocka_unit_test(test_churn_exact),
+        cmocka_unit_test(test_sparse_quarter), cmocka_unit_test(test_empty_query),
+        cmocka_unit_test(test_parts),          cmocka_unit_test(test_rays_nearest),
+        /* Bounds are a hint (issue 11): outside, huge and tiny worlds, with
+         * failing allocations, exact beside the brute-force kind. */
+        TU_KIND_CASE("test_scenes", tu_case_failing_worlds, QG_MULTI_GRID),
     };
     return tu_run_own_tests("multi_grid", QG_MULTI_GRID, tests);
 }

@@ -113,10 +113,7 @@ static void test_levels(void **state)
         assert_int_equal(pair_count(idx), 3);
         assert_int_equal(qg_move(idx, h, tu_rect(0, 0, 500, 500)), QG_OK);
     }
-    assert_int_equal(qg_validate(idx), QG_OK);
-    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
-    qg_destroy(idx);
-    assert_int_equal(a.bytes, 0);
+    tu_close(idx, &a);
 }
 
 /* Every level at once: sizes from a hundredth of the bound to thousands of
@@ -171,9 +168,7 @@ static void test_levels_random(void **state)
             assert_int_equal(query_count(idx, area), n);
         }
     }
-    assert_int_equal(qg_get_stats(idx).memory_bytes, a.bytes);
-    qg_destroy(idx);
-    assert_int_equal(a.bytes, 0);
+    tu_close(idx, &a);
 }
 
 /* A box of a coarse level that spans hundreds of the finest level's
@@ -764,18 +759,12 @@ static void test_validate_damage(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_levels),
-        cmocka_unit_test(test_levels_random),
-        cmocka_unit_test(test_wide_cross),
-        cmocka_unit_test(test_huge_bounds),
-        cmocka_unit_test(test_refit_far_from_tiny_world),
-        cmocka_unit_test(test_default_bound),
-        cmocka_unit_test(test_exact_at_rounding),
-        cmocka_unit_test(test_memory_per_element),
-        cmocka_unit_test(test_visit_and_moves),
-        cmocka_unit_test(test_snapshot_states),
-        cmocka_unit_test(test_parallel_split),
-        cmocka_unit_test(test_validate_damage),
+        cmocka_unit_test(test_levels),                    cmocka_unit_test(test_levels_random),
+        cmocka_unit_test(test_wide_cross),                cmocka_unit_test(test_huge_bounds),
+        cmocka_unit_test(test_refit_far_from_tiny_world), cmocka_unit_test(test_default_bound),
+        cmocka_unit_test(test_exact_at_rounding),         cmocka_unit_test(test_memory_per_element),
+        cmocka_unit_test(test_visit_and_moves),           cmocka_unit_test(test_snapshot_states),
+        cmocka_unit_test(test_parallel_split),            cmocka_unit_test(test_validate_damage),
     };
     return tu_run_own_tests("point_grid_invariants", QG_POINT_GRID, tests);
 }

@@ -140,14 +140,9 @@ static void test_raycast(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x4a7);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = kind_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x4a7, &r, kind_config(), &idx, &oracle);
     ray_hits none = {{0}, 0, 0, INFINITY, -1};
     assert_int_equal(qg_raycast(idx, 1, 1, 1, 0, 100, on_hit, &none), QG_OK); /* empty */
     assert_int_equal(none.calls, 0);
@@ -265,14 +260,9 @@ static void test_nearest(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x4ea4);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = kind_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x4ea4, &r, kind_config(), &idx, &oracle);
     qg_handle h1[4];
     int32_t found = -1;
     assert_int_equal(qg_nearest(idx, 0, 0, 4, INFINITY, h1, NULL, &found), QG_OK); /* empty */
@@ -342,14 +332,9 @@ static void test_lattice_unsettled(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x1a77);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = kind_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x1a77, &r, kind_config(), &idx, &oracle);
     const int n = (int)tu_scaled(1500);
     for (int i = 0; i < n; i++) {
         const float x = 16.0f * (float)tu_rng_below(&r, 66) - 32.0f, y = 16.0f * (float)tu_rng_below(&r, 66) - 32.0f;
@@ -419,15 +404,7 @@ static void test_insert_many(void **state)
         assert_int_equal(qg_insert_many(idx, b, n, h), QG_OK);
         for (int32_t i = 0; i < n; i++)
             assert_int_equal(qg_insert(twin, b[i]), h[i]); /* the same handles */
-        tu_snapshot a = {0}, t = {0};
-        tu_snapshot_take(idx, 2 * N * 6, &a);
-        tu_snapshot_take(twin, 2 * N * 6, &t);
-        char msg[200];
-        if (!tu_snapshot_equal(&a, &t, msg, sizeof msg))
-            fail_msg("seed %llu round %d: %s", (unsigned long long)seed, round, msg);
-        tu_snapshot_free(&a);
-        tu_snapshot_free(&t);
-        assert_int_equal(qg_validate(idx), QG_OK);
+        tu_expect_same(idx, twin, 2 * N * 6, "seed %llu round %d", (unsigned long long)seed, round);
         /* churn: free handles are reused in order */
         for (int i = 0; i < 300; i++) {
             qg_handle x = (qg_handle)tu_rng_below(&r, (uint32_t)(qg_count(twin) + 1));
@@ -438,7 +415,7 @@ static void test_insert_many(void **state)
     }
     /* a bad box anywhere: nothing inserted */
     random_boxes(&r, b, 100);
-    tu_snapshot before = {0}, after = {0};
+    tu_snapshot before = {0};
     tu_snapshot_take(idx, 2 * N * 6, &before);
     b[73].max_y = NAN;
     assert_int_equal(qg_insert_many(idx, b, 100, h), QG_ERR_INVALID);
@@ -451,12 +428,8 @@ static void test_insert_many(void **state)
     assert_int_equal(qg_insert_many(idx, b, 3, NULL), QG_ERR_INVALID);
     assert_int_equal(qg_insert_many(NULL, b, 3, h), QG_ERR_INVALID);
     assert_int_equal(qg_insert_many(idx, NULL, 0, NULL), QG_OK);
-    tu_snapshot_take(idx, 2 * N * 6, &after);
-    char msg[200];
-    if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
-        fail_msg("seed %llu: a rejected qg_insert_many changed the index: %s", (unsigned long long)seed, msg);
-    tu_snapshot_free(&before);
-    tu_snapshot_free(&after);
+    tu_expect_unchanged(idx, &before, "seed %llu: a rejected qg_insert_many changed the index",
+                        (unsigned long long)seed);
     free(b);
     free(h);
     qg_destroy(idx);
@@ -465,88 +438,66 @@ static void test_insert_many(void **state)
 
 /* The k-th allocation fails, once or from then on: QG_ERR_NOMEM, and the
  * index answers as before and gives the same handles to the next inserts. */
+static qg_status insert_many_run(tu_alloc *ta, long k, void *user)
+{
+    const uint64_t seed = *(const uint64_t *)user;
+    enum { N0 = 500, N = 700 };
+    static qg_rect b0[N0], b[N];
+    static qg_handle h0[N0], h[N], ht[N];
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    random_boxes(&r, b0, N0);
+    random_boxes(&r, b, N);
+    qg_config c = kind_config();
+    c.allocator = tu_allocator(ta);
+    qg_index *idx = NULL, *twin = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    qg_config ct = kind_config();
+    assert_int_equal(qg_create(&ct, &twin), QG_OK);
+    assert_int_equal(qg_insert_many(idx, b0, N0, h0), QG_OK);
+    for (int32_t i = 0; i < N0; i++)
+        assert_int_equal(qg_insert(twin, b0[i]), h0[i]);
+    for (int32_t i = 0; i < N0; i += 3) { /* free handles to reuse */
+        assert_int_equal(qg_remove(idx, h0[i]), QG_OK);
+        assert_int_equal(qg_remove(twin, h0[i]), QG_OK);
+    }
+    tu_alloc_fail_in(ta, k);
+    const qg_status s = qg_insert_many(idx, b, N, h);
+    tu_alloc_disarm(ta);
+    if (s == QG_OK) {
+        for (int32_t i = 0; i < N; i++)
+            assert_int_equal(qg_insert(twin, b[i]), h[i]);
+    } else if (s != QG_ERR_NOMEM) {
+        fail_msg("seed %llu allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(s));
+    }
+    tu_expect_same(idx, twin, 2 * (N0 + N), "seed %llu allocation %ld (%s)", (unsigned long long)seed, k,
+                   qg_status_name(s));
+    if (s != QG_OK) {
+        /* the next inserts get the handles the failed call would have */
+        assert_int_equal(qg_insert_many(idx, b, 5, h), QG_OK);
+        for (int32_t i = 0; i < 5; i++)
+            assert_int_equal(qg_insert(twin, b[i]), (ht[i] = h[i]));
+    }
+    qg_destroy(idx);
+    qg_destroy(twin);
+    return s;
+}
+
 static void test_insert_many_oom(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x0b1c);
+    uint64_t seed = tu_env_seed(0x0b1c);
     printf("seed %llu\n", (unsigned long long)seed);
-    long points[2] = {0, 0};
-    enum { N0 = 500, N = 700 };
-    static qg_rect b0[N0], b[N];
-    static qg_handle h0[N0], h[N], ht[N];
-    for (int mode = 0; mode < 2; mode++) {
-        for (long k = 1;; k++) {
-            tu_rng r;
-            tu_rng_seed(&r, seed);
-            random_boxes(&r, b0, N0);
-            random_boxes(&r, b, N);
-            tu_alloc ta;
-            tu_alloc_init(&ta);
-            qg_config c = kind_config();
-            c.allocator = tu_allocator(&ta);
-            qg_index *idx = NULL, *twin = NULL;
-            assert_int_equal(qg_create(&c, &idx), QG_OK);
-            qg_config ct = kind_config();
-            assert_int_equal(qg_create(&ct, &twin), QG_OK);
-            assert_int_equal(qg_insert_many(idx, b0, N0, h0), QG_OK);
-            for (int32_t i = 0; i < N0; i++)
-                assert_int_equal(qg_insert(twin, b0[i]), h0[i]);
-            for (int32_t i = 0; i < N0; i += 3) { /* free handles to reuse */
-                assert_int_equal(qg_remove(idx, h0[i]), QG_OK);
-                assert_int_equal(qg_remove(twin, h0[i]), QG_OK);
-            }
-            ta.mode = mode ? TU_FAIL_STICKY : TU_FAIL_ONCE;
-            ta.fail_at = ta.grow_requests + k;
-            const qg_status s = qg_insert_many(idx, b, N, h);
-            tu_alloc_end_call(&ta);
-            ta.fail_at = 0;
-            if (s == QG_OK) {
-                for (int32_t i = 0; i < N; i++)
-                    assert_int_equal(qg_insert(twin, b[i]), h[i]);
-            } else if (s != QG_ERR_NOMEM) {
-                fail_msg("seed %llu allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(s));
-            }
-            tu_snapshot a = {0}, t = {0};
-            tu_snapshot_take(idx, 2 * (N0 + N), &a);
-            tu_snapshot_take(twin, 2 * (N0 + N), &t);
-            char msg[200];
-            if (!tu_snapshot_equal(&a, &t, msg, sizeof msg))
-                fail_msg("seed %llu allocation %ld (%s): %s", (unsigned long long)seed, k, qg_status_name(s), msg);
-            tu_snapshot_free(&a);
-            tu_snapshot_free(&t);
-            assert_int_equal(qg_validate(idx), QG_OK);
-            if (s != QG_OK) {
-                /* the next inserts get the handles the failed call would have */
-                assert_int_equal(qg_insert_many(idx, b, 5, h), QG_OK);
-                for (int32_t i = 0; i < 5; i++)
-                    assert_int_equal(qg_insert(twin, b[i]), (ht[i] = h[i]));
-            }
-            assert_int_equal(ta.errors, 0);
-            const bool done = s == QG_OK && ta.injected == 0;
-            qg_destroy(idx);
-            qg_destroy(twin);
-            assert_int_equal(ta.bytes, 0);
-            if (done)
-                break;
-            points[mode]++;
-            assert_true(k < 20000);
-        }
-    }
-    printf("qg_insert_many: %ld failure points fail-once, %ld fail-from-then-on\n", points[0], points[1]);
+    tu_each_failure_point("qg_insert_many", 20000, insert_many_run, &seed);
 }
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ray_box),
-        cmocka_unit_test(test_raycast),
-        cmocka_unit_test(test_nearest),
-        cmocka_unit_test(test_lattice_unsettled),
-        cmocka_unit_test(test_insert_many),
-        cmocka_unit_test(test_insert_many_oom),
+        cmocka_unit_test(test_ray_box),     cmocka_unit_test(test_raycast),
+        cmocka_unit_test(test_nearest),     cmocka_unit_test(test_lattice_unsettled),
+        cmocka_unit_test(test_insert_many), cmocka_unit_test(test_insert_many_oom),
     };
-    return tu_run_kind_tests("queries", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "queries", &g_kind, tests);
 }

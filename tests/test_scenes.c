@@ -47,17 +47,16 @@ typedef struct where {
 
 static void sfail(const where *w, const char *fmt, ...)
 {
-    char msg[768];
+    char context[256], hint[128];
+    snprintf(context, sizeof context,
+             "kind=%s scene=%s n=%d frame=%d (%s) workload seed=%" PRIu64 " query seed=%#" PRIx64,
+             qg_kind_name(g_kind), w->scene, (int)w->n, w->frame, w->what, (uint64_t)QGW_SEED, g_seed);
+    snprintf(hint, sizeof hint, "  reproduce: QG_TEST_SEED=%#" PRIx64 " test_scenes %s\n", g_seed,
+             qg_kind_name(g_kind));
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    tu_vfail(context, hint, fmt, ap);
     va_end(ap);
-    print_error("FAILED kind=%s scene=%s n=%d frame=%d (%s) workload seed=%" PRIu64
-                " query seed=%#" PRIx64 ": %s\n"
-                "  reproduce: QG_TEST_SEED=%#" PRIx64 " test_scenes %s\n",
-                qg_kind_name(g_kind), w->scene, (int)w->n, w->frame, w->what, (uint64_t)QGW_SEED,
-                g_seed, msg, g_seed, qg_kind_name(g_kind));
-    fail();
 }
 
 /* ---- one index over a scene's boxes, answers named by agent ------------- */

@@ -431,14 +431,9 @@ static void test_pairs_parallel(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x9a11e1);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0x9a11e1, &r, scene_config(), &idx, &oracle);
     /* empty, one element, then a scene */
     check_parallel(idx, oracle, seed);
     assert_true(qg_insert(idx, tu_rect(1, 1, 2, 2)) >= 0);
@@ -507,32 +502,16 @@ static int32_t make_batch(const qg_index *idx, tu_rng *r, qg_handle *hs, qg_rect
 
 static void same_answers(const qg_index *idx, const qg_index *oracle, uint64_t seed, const char *what)
 {
-    tu_snapshot a, b;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
-    tu_snapshot_take(idx, 2 * qg_count(oracle) + 8, &a);
-    tu_snapshot_take(oracle, 2 * qg_count(oracle) + 8, &b);
-    char msg[200];
-    if (!tu_snapshot_equal(&a, &b, msg, sizeof msg))
-        fail_msg("seed %llu, %s: %s", (unsigned long long)seed, what, msg);
-    tu_snapshot_free(&a);
-    tu_snapshot_free(&b);
-    if (qg_validate(idx) != QG_OK)
-        fail_msg("seed %llu, %s: qg_validate fails", (unsigned long long)seed, what);
+    tu_expect_same(idx, oracle, 2 * qg_count(oracle) + 8, "seed %llu, %s", (unsigned long long)seed, what);
 }
 
 static void test_move_many(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0xba7c4);
-    printf("seed %llu\n", (unsigned long long)seed);
     tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    qg_index *idx, *oracle;
+    const uint64_t seed = tu_begin_pair(0xba7c4, &r, scene_config(), &idx, &oracle);
     fill_scene(idx, oracle, &r, (int)tu_scaled(3000));
     enum { MAX = 4000 };
     qg_handle *hs = malloc(MAX * sizeof *hs);
@@ -568,11 +547,9 @@ static void test_move_many(void **state)
     /* bad input: the right error, nothing changed */
     int32_t n = make_batch(idx, &r, hs, bs, 64);
     assert_true(n > 4);
-    tu_snapshot before, after;
+    tu_snapshot before;
     memset(&before, 0, sizeof before);
-    memset(&after, 0, sizeof after);
     tu_snapshot_take(idx, 2 * qg_count(idx) + 8, &before);
-    char msg[200];
     qg_handle keep_h = hs[n / 2];
     qg_rect keep_b = bs[n - 1];
     hs[n / 2] = 2 * qg_count(idx) + 100; /* never issued */
@@ -594,12 +571,8 @@ static void test_move_many(void **state)
     assert_int_equal(qg_move_many(idx, NULL, hs, NULL, n), QG_ERR_INVALID);
     assert_int_equal(qg_move_many(NULL, NULL, hs, bs, n), QG_ERR_INVALID);
     assert_int_equal(qg_move_many(idx, NULL, NULL, NULL, 0), QG_OK);
-    tu_snapshot_take(idx, 2 * qg_count(idx) + 8, &after);
-    if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
-        fail_msg("seed %llu: a rejected batch changed the index: %s", (unsigned long long)seed, msg);
+    tu_expect_unchanged(idx, &before, "seed %llu: a rejected batch changed the index", (unsigned long long)seed);
     assert_int_equal(qg_validate(idx), QG_OK);
-    tu_snapshot_free(&before);
-    tu_snapshot_free(&after);
     free(hs);
     free(bs);
     qg_destroy(idx);
@@ -691,62 +664,52 @@ static void test_move_many_engine(void **state)
 
 /* Fault injection: the k-th allocation of qg_move_many fails (once, and
  * from then on); the batch then answers QG_ERR_NOMEM and no element moved. */
+static qg_status move_many_run(tu_alloc *ta, long k, void *user)
+{
+    const uint64_t seed = *(const uint64_t *)user;
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
+    c.allocator = tu_allocator(ta);
+    qg_index *idx = NULL, *oracle = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    assert_int_equal(qg_create(&o, &oracle), QG_OK);
+    fill_scene(idx, oracle, &r, (int)tu_scaled(600));
+    enum { MAX = 800 };
+    qg_handle hs[MAX];
+    qg_rect bs[MAX];
+    const int32_t n = make_batch(idx, &r, hs, bs, MAX);
+    for (int32_t i = 0; i < n; i += 7) /* big moves: new cells, nodes, levels */
+        bs[i] = tu_rect(bs[i].min_x * 0.5f, bs[i].min_y, bs[i].min_x * 0.5f + 90, bs[i].min_y + 90);
+    /* The parts in reverse on this thread: every failure point of the
+     * parallel code, without starting threads a thousand times
+     * (test_move_many runs the batches on real threads). */
+    int32_t two = 2;
+    const qg_jobs jobs = {2, reverse_run, &two};
+    tu_alloc_fail_in(ta, k);
+    /* Every other failure point on one thread: kinds batch differently
+     * without workers. */
+    const qg_status st = qg_move_many(idx, k % 2 ? &jobs : NULL, hs, bs, n);
+    tu_alloc_disarm(ta);
+    if (st == QG_OK) {
+        for (int32_t i = 0; i < n; i++)
+            assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
+    } else if (st != QG_ERR_NOMEM) {
+        fail_msg("seed %llu, allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(st));
+    }
+    same_answers(idx, oracle, seed, st == QG_OK ? "batch done" : "batch failed");
+    qg_destroy(idx);
+    qg_destroy(oracle);
+    return st;
+}
+
 static void test_move_many_oom(void **state)
 {
     (void)state;
     tu_skip_unless_built(g_kind);
-    const uint64_t seed = tu_env_seed(0x00bad);
+    uint64_t seed = tu_env_seed(0x00bad);
     printf("seed %llu\n", (unsigned long long)seed);
-    long points[2] = {0, 0};
-    for (int mode = 0; mode < 2; mode++) {
-        for (long k = 1;; k++) {
-            tu_rng r;
-            tu_rng_seed(&r, seed);
-            tu_alloc ta;
-            tu_alloc_init(&ta);
-            qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
-            c.allocator = tu_allocator(&ta);
-            qg_index *idx = NULL, *oracle = NULL;
-            assert_int_equal(qg_create(&c, &idx), QG_OK);
-            assert_int_equal(qg_create(&o, &oracle), QG_OK);
-            fill_scene(idx, oracle, &r, (int)tu_scaled(600));
-            enum { MAX = 800 };
-            qg_handle hs[MAX];
-            qg_rect bs[MAX];
-            const int32_t n = make_batch(idx, &r, hs, bs, MAX);
-            for (int32_t i = 0; i < n; i += 7) /* big moves: new cells, nodes, levels */
-                bs[i] = tu_rect(bs[i].min_x * 0.5f, bs[i].min_y, bs[i].min_x * 0.5f + 90, bs[i].min_y + 90);
-            /* The parts in reverse on this thread: every failure point of
-             * the parallel code, without starting threads a thousand times
-             * (test_move_many runs the batches on real threads). */
-            int32_t two = 2;
-            const qg_jobs jobs = {2, reverse_run, &two};
-            ta.mode = mode ? TU_FAIL_STICKY : TU_FAIL_ONCE;
-            ta.fail_at = ta.grow_requests + k;
-            /* Every other failure point on one thread: kinds batch
-             * differently without workers. */
-            const qg_status st = qg_move_many(idx, k % 2 ? &jobs : NULL, hs, bs, n);
-            tu_alloc_end_call(&ta);
-            ta.fail_at = 0;
-            if (st == QG_OK) {
-                for (int32_t i = 0; i < n; i++)
-                    assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
-            } else if (st != QG_ERR_NOMEM) {
-                fail_msg("seed %llu, allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(st));
-            }
-            same_answers(idx, oracle, seed, st == QG_OK ? "batch done" : "batch failed");
-            assert_int_equal(ta.errors, 0);
-            const bool done = st == QG_OK && ta.injected == 0;
-            qg_destroy(idx);
-            qg_destroy(oracle);
-            assert_int_equal(ta.bytes, 0);
-            if (done)
-                break;
-            points[mode]++;
-            assert_true(k < 10000);
-        }
-    }
-    printf("qg_move_many: %ld failure points fail-once, %ld fail-from-then-on\n", points[0], points[1]);
+    tu_each_failure_point("qg_move_many", 10000, move_many_run, &seed);
 }
 
 static void test_thread_pool(void **state)
@@ -765,17 +728,11 @@ static void test_thread_pool(void **state)
 
 int main(int argc, char **argv)
 {
-    if (!tu_kind_arg(argc, argv, &g_kind))
-        return 2;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_threads_default),
-        cmocka_unit_test(test_threads_deep),
-        cmocka_unit_test(test_threads_engine),
-        cmocka_unit_test(test_pairs_parallel),
-        cmocka_unit_test(test_move_many),
-        cmocka_unit_test(test_move_many_engine),
-        cmocka_unit_test(test_move_many_oom),
-        cmocka_unit_test(test_thread_pool),
+        cmocka_unit_test(test_threads_default), cmocka_unit_test(test_threads_deep),
+        cmocka_unit_test(test_threads_engine),  cmocka_unit_test(test_pairs_parallel),
+        cmocka_unit_test(test_move_many),       cmocka_unit_test(test_move_many_engine),
+        cmocka_unit_test(test_move_many_oom),   cmocka_unit_test(test_thread_pool),
     };
-    return tu_run_kind_tests("threads", g_kind, tests);
+    return tu_kind_main_tests(argc, argv, "threads", &g_kind, tests);
 }

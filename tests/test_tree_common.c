@@ -320,9 +320,9 @@ static void test_region_holds_mapped_points(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_map_conservative), cmocka_unit_test(test_map_covers_world),
-        cmocka_unit_test(test_square_world),     cmocka_unit_test(test_depth_for),
-        cmocka_unit_test(test_refit_counts),     cmocka_unit_test(test_cells),
+        cmocka_unit_test(test_map_conservative),           cmocka_unit_test(test_map_covers_world),
+        cmocka_unit_test(test_square_world),               cmocka_unit_test(test_depth_for),
+        cmocka_unit_test(test_refit_counts),               cmocka_unit_test(test_cells),
         cmocka_unit_test(test_region_holds_mapped_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

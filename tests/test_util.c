@@ -108,6 +108,37 @@ qg_allocator tu_allocator(tu_alloc *a)
     return al;
 }
 
+void tu_alloc_fail_in(tu_alloc *a, long k)
+{
+    a->fail_at = a->grow_requests + k;
+}
+
+void tu_alloc_disarm(tu_alloc *a)
+{
+    tu_alloc_end_call(a);
+    a->fail_at = 0;
+}
+
+void tu_each_failure_point(const char *what, long max_k, tu_fail_run run, void *user)
+{
+    long points[2] = {0, 0};
+    for (int mode = 0; mode < 2; mode++) {
+        for (long k = 1;; k++) {
+            tu_alloc a;
+            tu_alloc_init(&a);
+            a.mode = mode ? TU_FAIL_STICKY : TU_FAIL_ONCE;
+            const qg_status s = run(&a, k, user);
+            assert_int_equal(a.errors, 0);
+            assert_int_equal(a.bytes, 0);
+            if (s == QG_OK && a.injected == 0)
+                break;
+            points[mode]++;
+            assert_true(k < max_k);
+        }
+    }
+    printf("%s: %ld failure points fail-once, %ld fail-from-then-on\n", what, points[0], points[1]);
+}
+
 /* ---- RNG: splitmix64, small and good enough ---------------------------- */
 
 void tu_rng_seed(tu_rng *r, uint64_t seed)
@@ -314,6 +345,28 @@ void tu_snapshot_free(tu_snapshot *s)
     memset(s, 0, sizeof *s);
 }
 
+void tu_expect_same(const qg_index *idx, const qg_index *want, int32_t probe, const char *fmt, ...)
+{
+    tu_snapshot a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    tu_snapshot_take(idx, probe, &a);
+    tu_snapshot_take(want, probe, &b);
+    char diff[200];
+    const bool same = tu_snapshot_equal(&a, &b, diff, sizeof diff);
+    tu_snapshot_free(&a);
+    tu_snapshot_free(&b);
+    const bool valid = qg_validate(idx) == QG_OK;
+    if (same && valid)
+        return;
+    char where[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where, sizeof where, fmt, ap);
+    va_end(ap);
+    fail_msg("%s: %s", where, same ? "qg_validate fails" : diff);
+}
+
 /* ---- misc ------------------------------------------------------------ */
 
 double tu_scale(void)
@@ -335,6 +388,33 @@ long tu_scaled(long n)
 {
     double v = (double)n * tu_scale();
     return v < 1 ? 1 : (long)v;
+}
+
+void tu_vfail(const char *context, const char *hint, const char *fmt, va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    print_error("FAILED %s: %s\n%s", context, msg, hint);
+    fail();
+}
+
+void tu_expect_unchanged(const qg_index *idx, tu_snapshot *before, const char *fmt, ...)
+{
+    tu_snapshot now;
+    memset(&now, 0, sizeof now);
+    tu_snapshot_take(idx, before->probe, &now);
+    char diff[200];
+    const bool same = tu_snapshot_equal(before, &now, diff, sizeof diff);
+    tu_snapshot_free(&now);
+    tu_snapshot_free(before);
+    if (same)
+        return;
+    char where[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where, sizeof where, fmt, ap);
+    va_end(ap);
+    fail_msg("%s: %s", where, diff);
 }
 
 /* ---- runner ----------------------------------------------------------- */
@@ -389,24 +469,83 @@ void tu_skip_unless_built(qg_kind kind)
         skip();
 }
 
+int tu_kind_main(int argc, char **argv, const char *prefix, qg_kind *kind, const struct CMUnitTest *tests,
+                 size_t n)
+{
+    if (!tu_kind_arg(argc, argv, kind))
+        return 2;
+    return tu_run_kind_group(prefix, *kind, tests, n);
+}
+
+#define TU_KIND_ID_(NAME, name, summary) QG_##NAME,
+const qg_kind tu_kind_ids[QG_KIND_COUNT] = {QG_KIND_LIST(TU_KIND_ID_)};
+#undef TU_KIND_ID_
+
+qg_kind tu_case_kind(void **state)
+{
+    /* A table entry without TU_KIND_CASE would run on no kind: fail it. */
+    assert_non_null(*state);
+    return *(const qg_kind *)*state;
+}
+
+void tu_case_refit_scenes(void **state)
+{
+    tu_hint_refit_scenes(tu_case_kind(state));
+}
+
+void tu_case_refit_oom(void **state)
+{
+    tu_hint_refit_oom(tu_case_kind(state));
+}
+
+void tu_case_failing_worlds(void **state)
+{
+    tu_hint_failing_worlds(tu_case_kind(state));
+}
+
+/* ---- indexes with a checking allocator --------------------------------- */
+
+qg_index *tu_open(qg_config c, tu_alloc *a)
+{
+    tu_alloc_init(a);
+    c.allocator = tu_allocator(a);
+    qg_index *idx = NULL;
+    assert_int_equal(qg_create(&c, &idx), QG_OK);
+    return idx;
+}
+
+void tu_close(qg_index *idx, tu_alloc *a)
+{
+    assert_int_equal(qg_validate(idx), QG_OK);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, a->bytes);
+    qg_destroy(idx);
+    assert_int_equal(a->bytes, 0);
+    assert_int_equal(a->errors, 0);
+}
+
+uint64_t tu_begin_pair(uint64_t fallback, tu_rng *r, qg_config c, qg_index **idx, qg_index **oracle)
+{
+    const uint64_t seed = tu_env_seed(fallback);
+    printf("seed %llu\n", (unsigned long long)seed);
+    tu_rng_seed(r, seed);
+    qg_config o = qg_default_config(QG_BRUTE_FORCE);
+    *idx = *oracle = NULL;
+    assert_int_equal(qg_create(&c, idx), QG_OK);
+    assert_int_equal(qg_create(&o, oracle), QG_OK);
+    return seed;
+}
+
 /* ---- bounds are a hint: re-fit scenes ---------------------------------- */
 
-typedef struct scene_spec {
-    const char *name;
-    qg_rect bounds;
-    float scale;       /* coordinates are [-4096, 5120] or [0, 5000] times this */
-    float element_size;
-    bool outside;      /* spread over [-4096, 5120]^2 around [0,1024]^2 bounds */
-} scene_spec;
 
-static const scene_spec SCENES[] = {
+static const tu_scene SCENES[] = {
     {"outside", {0, 0, 1024, 1024}, 1.0f, 5.0f, true},
     {"huge", {-3e38f, -3e38f, 3e38f, 3e38f}, 0x1p100f, 5.0f * 0x1p100f, false},
     {"tiny", {0, 0, 5000.0f * 0x1p-100f, 5000.0f * 0x1p-100f}, 0x1p-100f, 5.0f * 0x1p-100f, false},
     {"tiny_default_size", {0, 0, 1e-30f, 1e-30f}, 0x1p-113f, 0, false},
 };
 
-static qg_rect scene_box(tu_rng *r, const scene_spec *s)
+qg_rect tu_scene_box(tu_rng *r, const tu_scene *s)
 {
     const float lo = s->outside ? -4096.0f : 0.0f, hi = s->outside ? 5120.0f : 5000.0f;
     const float h = tu_rng_range(r, 1.0f, 4.0f);
@@ -414,7 +553,7 @@ static qg_rect scene_box(tu_rng *r, const scene_spec *s)
     return (qg_rect){(x - h) * s->scale, (y - h) * s->scale, (x + h) * s->scale, (y + h) * s->scale};
 }
 
-static void scene_pairs(const qg_index *ix, tu_vec *out, qg_query_stats *st)
+void tu_scene_pairs(const qg_index *ix, tu_vec *out, qg_query_stats *st)
 {
     tu_collect c;
     memset(&c, 0, sizeof c);
@@ -424,28 +563,50 @@ static void scene_pairs(const qg_index *ix, tu_vec *out, qg_query_stats *st)
     *out = c.out;
 }
 
-static void scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const scene_spec *s)
+void tu_scene_fill(qg_kind kind, const tu_scene *s, tu_alloc *a, uint64_t seed, int32_t n, tu_rng *r,
+                   qg_index **k, qg_index **b)
+{
+    qg_config ck = qg_default_config(kind), cb = qg_default_config(QG_BRUTE_FORCE);
+    ck.bounds = cb.bounds = s->bounds;
+    ck.element_size = s->element_size;
+    if (a) {
+        tu_alloc_init(a);
+        ck.allocator = tu_allocator(a);
+    }
+    *k = *b = NULL;
+    assert_int_equal(qg_create(&ck, k), QG_OK);
+    assert_int_equal(qg_create(&cb, b), QG_OK);
+    tu_rng_seed(r, seed);
+    for (int32_t i = 0; i < n; i++) {
+        const qg_rect box = tu_scene_box(r, s);
+        assert_int_equal(qg_insert(*k, box), i);
+        assert_int_equal(qg_insert(*b, box), i);
+    }
+}
+
+void tu_scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const tu_scene *s, float dx, float dy,
+                      int64_t max_tests)
 {
     assert_int_equal(qg_validate(k), QG_OK);
     tu_vec pk, pb;
     qg_query_stats st;
-    scene_pairs(k, &pk, &st);
-    scene_pairs(b, &pb, NULL);
+    tu_scene_pairs(k, &pk, &st);
+    tu_scene_pairs(b, &pb, NULL);
     assert_int_equal(pk.n, pb.n);
     assert_int_equal(tu_vec_first_diff(&pk, &pb), -1);
-    /* No pile: a leaf or root holding most elements would test ~n^2/2. */
     const int32_t n = qg_count(k);
-    if (st.elements_tested > 200 * (int64_t)n + 1000)
+    if (st.elements_tested > max_tests * (int64_t)n + 1000)
         fail_msg("%s: %lld pair tests for %d elements", s->name, (long long)st.elements_tested, (int)n);
     tu_vec_free(&pk);
     tu_vec_free(&pb);
-    for (int q = 0; q < 20; q++) {
-        qg_rect a = scene_box(r, s);
-        const float grow = (float)q * 10.0f * s->scale;
-        a.min_x -= grow;
-        a.min_y -= grow;
-        a.max_x += grow;
-        a.max_y += grow;
+    /* 20 boxes of the scene, grown, then the whole plane. */
+    for (int q = 0; q <= 20; q++) {
+        qg_rect a = tu_rect(-INFINITY, -INFINITY, INFINITY, INFINITY);
+        if (q < 20) {
+            const qg_rect box = tu_scene_box(r, s);
+            const float grow = (float)q * 10.0f * s->scale;
+            a = tu_rect(box.min_x + dx - grow, box.min_y + dy - grow, box.max_x + dx + grow, box.max_y + dy + grow);
+        }
         tu_collect ck, cb;
         memset(&ck, 0, sizeof ck);
         memset(&cb, 0, sizeof cb);
@@ -453,6 +614,7 @@ static void scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const
         assert_int_equal(qg_query(b, a, tu_collect_query, &cb), QG_OK);
         tu_vec_sort(&ck.out);
         tu_vec_sort(&cb.out);
+        assert_int_equal(ck.out.n, cb.out.n);
         assert_int_equal(tu_vec_first_diff(&ck.out, &cb.out), -1);
         tu_vec_free(&ck.out);
         tu_vec_free(&cb.out);
@@ -462,31 +624,21 @@ static void scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const
 void tu_hint_refit_scenes(qg_kind kind)
 {
     for (size_t si = 0; si < sizeof SCENES / sizeof *SCENES; si++) {
-        const scene_spec *s = &SCENES[si];
-        qg_config ck = qg_default_config(kind), cb = qg_default_config(QG_BRUTE_FORCE);
-        ck.bounds = cb.bounds = s->bounds;
-        ck.element_size = s->element_size;
-        qg_index *k = NULL, *b = NULL;
-        assert_int_equal(qg_create(&ck, &k), QG_OK);
-        assert_int_equal(qg_create(&cb, &b), QG_OK);
-        tu_rng r;
-        tu_rng_seed(&r, 1100 + si);
+        const tu_scene *s = &SCENES[si];
         enum { N = 3000 };
-        for (int i = 0; i < N; i++) {
-            const qg_rect box = scene_box(&r, s);
-            assert_int_equal(qg_insert(k, box), i);
-            assert_int_equal(qg_insert(b, box), i);
-        }
+        tu_rng r;
+        qg_index *k, *b;
+        tu_scene_fill(kind, s, NULL, 1100 + si, N, &r, &k, &b);
         qg_cleanup(k);
         qg_cleanup(b);
-        scene_compare(k, b, &r, s);
+        tu_scene_compare(k, b, &r, s, 0, 0, 200);
         for (int frame = 0; frame < 12; frame++) {
             for (int i = 0; i < N; i++) {
                 qg_rect box;
                 if (qg_get(k, i, &box) != QG_OK)
                     continue;
                 if (tu_rng_chance(&r, 0.02)) {
-                    box = scene_box(&r, s); /* teleport */
+                    box = tu_scene_box(&r, s); /* teleport */
                 } else {
                     const float dx = tu_rng_range(&r, -2, 2) * s->scale, dy = tu_rng_range(&r, -2, 2) * s->scale;
                     box = (qg_rect){box.min_x + dx, box.min_y + dy, box.max_x + dx, box.max_y + dy};
@@ -501,7 +653,7 @@ void tu_hint_refit_scenes(qg_kind kind)
                     assert_int_equal(qg_remove(b, h), QG_OK);
             }
             while (qg_count(k) < N) {
-                const qg_rect box = scene_box(&r, s);
+                const qg_rect box = tu_scene_box(&r, s);
                 const qg_handle h = qg_insert(k, box);
                 assert_true(h >= 0);
                 assert_int_equal(qg_insert(b, box), h);
@@ -520,7 +672,7 @@ void tu_hint_refit_scenes(qg_kind kind)
             assert_int_equal(qg_validate(k), QG_OK);
             qg_cleanup(k);
             qg_cleanup(b);
-            scene_compare(k, b, &r, s);
+            tu_scene_compare(k, b, &r, s, 0, 0, 200);
         }
         qg_destroy(k);
         qg_destroy(b);
@@ -548,7 +700,7 @@ void tu_hint_refit_oom(qg_kind kind)
         }
         tu_rng r;
         tu_rng_seed(&r, 77);
-        const scene_spec *s = &SCENES[0];
+        const tu_scene *s = &SCENES[0];
         int32_t live = 0;
         for (int step = 0; step < 700; step++) {
             tu_snapshot before, after;
@@ -558,12 +710,12 @@ void tu_hint_refit_oom(qg_kind kind)
             const size_t bytes_before = qg_get_stats(ix).memory_bytes;
             qg_status st;
             if (step < 600 || tu_rng_chance(&r, 0.3)) {
-                const qg_handle h = qg_insert(ix, scene_box(&r, s));
+                const qg_handle h = qg_insert(ix, tu_scene_box(&r, s));
                 st = h < 0 ? (qg_status)h : QG_OK;
                 if (h >= live)
                     live = h + 1;
             } else {
-                st = qg_move(ix, (qg_handle)tu_rng_below(&r, (uint32_t)live), scene_box(&r, s));
+                st = qg_move(ix, (qg_handle)tu_rng_below(&r, (uint32_t)live), tu_scene_box(&r, s));
             }
             if (st != QG_OK) {
                 /* Exactly as it was: the same answers and the same bytes

@@ -1,13 +1,17 @@
 /* Shared helpers of the quadgrid tests: a checking, counting, fault-injecting
- * allocator; a seeded RNG; growable result lists; an independent closed-box
- * overlap test; the main() every test program shares; the bounds-are-a-hint
- * sequences several kinds' own tests run. Written against the public header
- * only. */
+ * allocator and the loop over every failure point of a call; a seeded RNG;
+ * growable result lists; an independent closed-box overlap test; snapshot
+ * checks (same answers as an oracle, nothing changed); the main() every test
+ * program shares and cases that carry their kind; the bounds-are-a-hint
+ * sequences and re-fit scenes several kinds' own tests run. Written against
+ * the public header only, so that a check written once here serves every
+ * program. */
 #ifndef QG_TEST_UTIL_H
 #define QG_TEST_UTIL_H
 
 #include <quadgrid.h>
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +46,22 @@ void tu_alloc_init(tu_alloc *a);
 qg_allocator tu_allocator(tu_alloc *a);
 /* Ends the current API call for sticky mode. */
 void tu_alloc_end_call(tu_alloc *a);
+
+/* Arms `a` so that the k-th grow request from now fails (once or from then
+ * on, as a->mode says); tu_alloc_disarm ends the call and fails no more. */
+void tu_alloc_fail_in(tu_alloc *a, long k);
+void tu_alloc_disarm(tu_alloc *a);
+
+/* Every failure point of one call: fail-once, then fail-from-then-on, runs
+ * `run` with k = 1, 2, ... on a fresh allocator in that mode until a run
+ * where the call succeeded with no failure injected (a run past max_k fails
+ * the case). `run` builds its indexes on the allocator, arms it with
+ * tu_alloc_fail_in(a, k) just before the call under test and disarms it
+ * after, checks the answers, destroys its indexes and returns the call's
+ * status; the allocator must then hold nothing and have seen no misuse.
+ * Prints how many failure points each mode had. */
+typedef qg_status (*tu_fail_run)(tu_alloc *a, long k, void *user);
+void tu_each_failure_point(const char *what, long max_k, tu_fail_run run, void *user);
 
 /* ---- RNG ------------------------------------------------------------- */
 
@@ -129,6 +149,41 @@ void tu_snapshot_take(const qg_index *idx, int32_t probe, tu_snapshot *s);
 bool tu_snapshot_equal(const tu_snapshot *a, const tu_snapshot *b, char *msg, size_t msg_size);
 void tu_snapshot_free(tu_snapshot *s);
 
+/* Snapshots of `idx` and `want` (handles 0..probe-1) must be the same
+ * answers, and `idx` must validate; a failure names the case with the
+ * printf-style `fmt` before the first difference. */
+void tu_expect_same(const qg_index *idx, const qg_index *want, int32_t probe, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* A fresh snapshot of `idx` (the handles `before` probed) must be the same
+ * answers as `before`, which is freed; a failure names the case with the
+ * printf-style `fmt` before the first difference. */
+void tu_expect_unchanged(const qg_index *idx, tu_snapshot *before, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Fails the running cmocka case with what was running: prints "FAILED
+ * <context>: <message>" and then `hint` (how to replay it; "" for none). */
+void tu_vfail(const char *context, const char *hint, const char *fmt, va_list ap);
+
+/* ---- indexes with a checking allocator ------------------------------- */
+
+/* Creates an index of config `c` whose allocator is `a` (initialised here). */
+qg_index *tu_open(qg_config c, tu_alloc *a);
+/* Validates `idx`, checks its memory stat is what `a` holds, destroys it
+ * and checks every block came back and `a` saw no misuse. */
+void tu_close(qg_index *idx, tu_alloc *a);
+
+/* The start of a differential case: QG_TEST_SEED or `fallback`, printed so a
+ * failure can be replayed, seeds `r`, and creates `*idx` of config `c` and
+ * `*oracle`, QG_BRUTE_FORCE of its default config. */
+uint64_t tu_begin_pair(uint64_t fallback, tu_rng *r, qg_config c, qg_index **idx, qg_index **oracle);
+
 /* QG_TEST_SCALE from the environment (default 1, clamped to [0.01, 1000]). */
 double tu_scale(void);
 /* n scaled by QG_TEST_SCALE, at least 1. */
@@ -162,10 +217,53 @@ int tu_run_own_group(const char *group, qg_kind kind, const struct CMUnitTest *t
 #define tu_run_own_tests(group, kind, tests) \
     tu_run_own_group((group), (kind), (tests), sizeof(tests) / sizeof *(tests))
 
+/* A program run once per kind: its main(). Parses the kind in argv[1] into
+ * *kind (usage and 2 when bad), then tu_run_kind_group. */
+int tu_kind_main(int argc, char **argv, const char *prefix, qg_kind *kind, const struct CMUnitTest *tests,
+                 size_t n);
+#define tu_kind_main_tests(argc, argv, prefix, kind, tests) \
+    tu_kind_main((argc), (argv), (prefix), (kind), (tests), sizeof(tests) / sizeof *(tests))
+
+/* Cases shared by several kinds' own programs take their kind from cmocka's
+ * initial state: TU_KIND_CASE(name, fn, QG_GRID) is a table entry that runs
+ * fn on QG_GRID under `name` (names stay what QG_TEST_FILTER picks). */
+extern const qg_kind tu_kind_ids[QG_KIND_COUNT];
+#define TU_KIND_CASE(name, fn, kind) {(name), (fn), NULL, NULL, (void *)&tu_kind_ids[(kind)]}
+/* The kind a TU_KIND_CASE entry carries. */
+qg_kind tu_case_kind(void **state);
+
 /* Skips the running cmocka case when `kind` is not built. */
 void tu_skip_unless_built(qg_kind kind);
 
 /* ---- bounds are a hint (issue 11): sequences every kind's file can run -- */
+
+/* A world the elements leave or dwarf: boxes of 2..8 units times `scale`,
+ * spread over [-4096, 5120]^2 around [0, 1024]^2 bounds (`outside`) or
+ * over [0, 5000]^2. */
+typedef struct tu_scene {
+    const char *name;
+    qg_rect bounds;
+    float scale;
+    float element_size;
+    bool outside;
+} tu_scene;
+
+qg_rect tu_scene_box(tu_rng *r, const tu_scene *s);
+/* A scene's two indexes: `*k` of `kind` (on allocator `a`, initialised
+ * here, unless NULL) and `*b` brute force, both over the scene's bounds;
+ * `*r` seeded with `seed` and n scene boxes inserted into both (handles
+ * 0..n-1). */
+void tu_scene_fill(qg_kind kind, const tu_scene *s, tu_alloc *a, uint64_t seed, int32_t n, tu_rng *r,
+                   qg_index **k, qg_index **b);
+/* The sorted pairs of `ix` into `out` (the caller frees it), `st` its stats
+ * when not NULL; each pair must come as (low, high). */
+void tu_scene_pairs(const qg_index *ix, tu_vec *out, qg_query_stats *st);
+/* `k` valid, with the pairs of `b` (the brute-force index) at no more than
+ * max_tests pair tests an element (+1000: a pile of elements in a few
+ * leaves or cells would test ~n^2/2), and the same answers as `b` to 20
+ * grown scene boxes shifted by (dx, dy) and to the whole plane. */
+void tu_scene_compare(const qg_index *k, const qg_index *b, tu_rng *r, const tu_scene *s, float dx, float dy,
+                      int64_t max_tests);
 
 /* Outside-heavy, huge-bounds and tiny-world scenes beside QG_BRUTE_FORCE:
  * 3,000 boxes, 12 frames of small moves, teleports and churn, and once the
@@ -183,6 +281,11 @@ void tu_hint_refit_oom(qg_kind kind);
  * also run once with every allocation failing, which must answer
  * QG_ERR_NOMEM and change nothing (or succeed without allocating). */
 void tu_hint_failing_worlds(qg_kind kind);
+
+/* The same three as cmocka cases of a TU_KIND_CASE entry. */
+void tu_case_refit_scenes(void **state);
+void tu_case_refit_oom(void **state);
+void tu_case_failing_worlds(void **state);
 
 /* Band and range splits of qg_pairs_parallel on scenes that stress them
  * (one thin row, tall boxes over every band, crowds outside the bounds, a

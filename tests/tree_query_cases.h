@@ -276,4 +276,26 @@ static void tq_offset_scene(qg_kind kind)
     qg_destroy(ix);
 }
 
+/// Both scenes as cmocka cases of a TU_KIND_CASE entry (test_util.h), so
+/// each tree kind's own program lists them rather than wrapping them again.
+static void tq_case_seams(void **state)
+{
+    tq_seams_scene(tu_case_kind(state));
+}
+
+static void tq_case_offset(void **state)
+{
+    tq_offset_scene(tu_case_kind(state));
+}
+
+/// The shared cases every tree kind's own program runs, as table entries
+/// named test_<case>_<name>: bounds are a hint (issue 11: outside, huge and
+/// tiny worlds beside the brute-force kind, the re-fit's allocations
+/// failing) and issue 13's own ray casts and nearest searches.
+#define TQ_TREE_CASES(kind, name)                                              \
+    TU_KIND_CASE("test_scenes_" #name, tu_case_refit_scenes, (kind)),          \
+        TU_KIND_CASE("test_refit_oom_" #name, tu_case_refit_oom, (kind)),      \
+        TU_KIND_CASE("test_seams_" #name, tq_case_seams, (kind)),              \
+        TU_KIND_CASE("test_offset_world_" #name, tq_case_offset, (kind))
+
 #endif
