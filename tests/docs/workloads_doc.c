@@ -216,34 +216,28 @@ static void run_static(int n, int queries)
     agents_free(&a);
 }
 
-/* The segment test as the page writes it: slabs narrow [0, L]. */
+/* One axis of the segment test as the page writes it: a zero direction
+ * needs the origin inside the slab, any other narrows [t0, t1]. */
+static int slab(float lo, float hi, float o, float d, float *t0, float *t1)
+{
+    if (d == 0)
+        return o >= lo && o <= hi;
+    const float inv = 1.0f / d;
+    float ta = (lo - o) * inv, tb = (hi - o) * inv;
+    if (ta > tb) {
+        const float s = ta;
+        ta = tb, tb = s;
+    }
+    *t0 = fmaxf(*t0, ta), *t1 = fminf(*t1, tb);
+    return 1;
+}
+
+/* The segment test: both slabs narrow [0, L]; *t is the entry. */
 static int ray_hits(qg_rect b, float ox, float oy, float dx, float dy, float length, float *t)
 {
     float t0 = 0, t1 = length;
-    if (dx == 0) {
-        if (ox < b.min_x || ox > b.max_x)
-            return 0;
-    } else {
-        const float inv = 1.0f / dx;
-        float ta = (b.min_x - ox) * inv, tb = (b.max_x - ox) * inv;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb, tb = s;
-        }
-        t0 = fmaxf(t0, ta), t1 = fminf(t1, tb);
-    }
-    if (dy == 0) {
-        if (oy < b.min_y || oy > b.max_y)
-            return 0;
-    } else {
-        const float inv = 1.0f / dy;
-        float ta = (b.min_y - oy) * inv, tb = (b.max_y - oy) * inv;
-        if (ta > tb) {
-            const float s = ta;
-            ta = tb, tb = s;
-        }
-        t0 = fmaxf(t0, ta), t1 = fminf(t1, tb);
-    }
+    if (!slab(b.min_x, b.max_x, ox, dx, &t0, &t1) || !slab(b.min_y, b.max_y, oy, dy, &t0, &t1))
+        return 0;
     *t = t0;
     return t0 <= t1;
 }
