@@ -113,6 +113,44 @@ static inline uint64_t qv_mask2(qv_i16 lo, qv_i16 hi)
 #endif
 }
 
+/// Sixteen 32-bit lanes (of a, b, c, d in turn) that are zero, as a mask of
+/// QV_LANE_BITS bits per lane: the saturating narrowings keep a nonzero
+/// lane nonzero.
+static inline uint64_t qv_zero32_mask4(qv_u32 a, qv_u32 b, qv_u32 c, qv_u32 d)
+{
+#if defined(QV_SSE2)
+    const __m128i h = _mm_packs_epi16(_mm_packs_epi32((__m128i)a, (__m128i)b), _mm_packs_epi32((__m128i)c, (__m128i)d));
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(h, _mm_setzero_si128()));
+#elif defined(QV_NEON)
+    const int16x8_t lo = vcombine_s16(vqmovn_s32((int32x4_t)a), vqmovn_s32((int32x4_t)b));
+    const int16x8_t hi = vcombine_s16(vqmovn_s32((int32x4_t)c), vqmovn_s32((int32x4_t)d));
+    const uint8x16_t z = vceqzq_s8(vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi)));
+    return vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(z), 4)), 0);
+#elif defined(QV_WASM)
+    const v128_t h = wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4((v128_t)a, (v128_t)b),
+                                             wasm_i16x8_narrow_i32x4((v128_t)c, (v128_t)d));
+    return (uint32_t)wasm_i8x16_bitmask(wasm_i8x16_eq(h, wasm_i8x16_splat(0)));
+#else
+    const qv_u32 z = {0, 0, 0, 0};
+    return qv_mask2(qv_narrow((qv_u32)(a == z), (qv_u32)(b == z)), qv_narrow((qv_u32)(c == z), (qv_u32)(d == z)));
+#endif
+}
+
+/// Four 32-bit lanes of x.
+static inline qv_u32 qv_set1_u32(uint32_t x)
+{
+    return (qv_u32){x, x, x, x};
+}
+
+/// Lanes 0-3 of a and b interleaved (a0, b0, a1, b1, ...), and lanes 4-7.
+#if defined(__clang__) || __GNUC__ >= 12
+#define qv_zip_lo(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define qv_zip_hi(a, b) __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+#else
+#define qv_zip_lo(a, b) __builtin_shuffle(a, b, (qv_i16){0, 8, 1, 9, 2, 10, 3, 11})
+#define qv_zip_hi(a, b) __builtin_shuffle(a, b, (qv_i16){4, 12, 5, 13, 6, 14, 7, 15})
+#endif
+
 /// The lane of mask m's lowest set lane (m nonzero), and m without it.
 static inline int32_t qv_next(uint64_t *m)
 {

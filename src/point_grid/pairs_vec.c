@@ -12,15 +12,18 @@
 /// Chunks of sixteen slots one cell's compare can hold.
 #define PG_VEC_CHUNKS 12
 
-/// The lanes of one cell's neighbour ranges, in this cell's coordinates:
-/// per chunk of sixteen slots the min corners (x, y) and upper bounds of
-/// the max corners (xh, yh). In memory, so the candidate test reads single
-/// lanes (and 128-bit targets have too few registers for all chunks).
+/// The lanes of one cell's neighbour ranges, in this cell's coordinates,
+/// in pairs: per slot its min corner and its max corner's upper bound
+/// negated, (x, -xh) and (y, -yh), so one 32-bit broadcast of an element's
+/// (xh, -x) tests both sides of an axis in one compare (lane > broadcast:
+/// apart). Half the broadcasts of separate lanes, which cost a 128-bit
+/// target more than its compares. In memory, so the candidate test reads
+/// single lanes; ex, ey: the cell's own elements' broadcasts.
 typedef struct pg_vlanes {
-    _Alignas(16) int16_t lx[PG_VEC_CHUNKS * 16];
-    _Alignas(16) int16_t ly[PG_VEC_CHUNKS * 16];
-    _Alignas(16) int16_t lxh[PG_VEC_CHUNKS * 16];
-    _Alignas(16) int16_t lyh[PG_VEC_CHUNKS * 16];
+    _Alignas(16) int16_t px[PG_VEC_CHUNKS * 32];
+    _Alignas(16) int16_t py[PG_VEC_CHUNKS * 32];
+    _Alignas(16) int16_t ex[PG_VEC_CHUNKS * 32];
+    _Alignas(16) int16_t ey[PG_VEC_CHUNKS * 32];
     int32_t slot[PG_VEC_CHUNKS]; ///< first slot of each chunk
 } pg_vlanes;
 
@@ -38,15 +41,15 @@ static bool pg_vec_hits(const pg_level *Lv, pg_batch *bt, const pg_vlanes *L, in
     const qg_handle a = pg_order(Lv, s0 + j);
     if (a < 0)
         return true;
-    const int32_t alx = L->lx[j], aly = L->ly[j], ahx = L->lxh[j], ahy = L->lyh[j];
+    const int32_t alx = L->px[2 * j], aly = L->py[2 * j], ahx = -L->px[2 * j + 1], ahy = -L->py[2 * j + 1];
     const int32_t ux1 = Lv->unit_x, uy1 = Lv->unit_y;
     while (mask != 0) {
         const int32_t i = 16 * k + qv_next(&mask);
         const qg_handle b = pg_order(Lv, L->slot[k] + (i & 15));
         if (b < 0)
             continue;
-        const bool sure =
-            (L->lx[i] + ux1 <= ahx) & (alx + ux1 <= L->lxh[i]) & (L->ly[i] + uy1 <= ahy) & (aly + uy1 <= L->lyh[i]);
+        const int32_t blx = L->px[2 * i], bly = L->py[2 * i], bhx = -L->px[2 * i + 1], bhy = -L->py[2 * i + 1];
+        const bool sure = (blx + ux1 <= ahx) & (alx + ux1 <= bhx) & (bly + uy1 <= ahy) & (aly + uy1 <= bhy);
         if (!pg_hit(bt, a, b, sure, fn, user))
             return false;
     }
@@ -57,6 +60,31 @@ static bool pg_vec_hits(const pg_level *Lv, pg_batch *bt, const pg_vlanes *L, in
 static inline qv_i16 pg_vec_sizes(const uint32_t *order)
 {
     return qv_narrow(qv_load_u32(order) >> 24, qv_load_u32(order + 4) >> 24);
+}
+
+/// Lanes a and b of eight slots interleaved into the pairs of p.
+static inline void pg_vec_store_pairs(int16_t *p, qv_i16 a, qv_i16 b)
+{
+    qv_store_i16(p, qv_zip_lo(a, b));
+    qv_store_i16(p + 8, qv_zip_hi(a, b));
+}
+
+static inline uint32_t pg_vec_pair(const int16_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/// The lanes of a chunk (pairs x0..x3, y0..y3) that element j of the cell
+/// may overlap: one compare per axis and four slots.
+static inline uint64_t pg_vec_test(const pg_vlanes *L, int32_t j, qv_i16 x0, qv_i16 x1, qv_i16 x2, qv_i16 x3,
+                                   qv_i16 y0, qv_i16 y1, qv_i16 y2, qv_i16 y3)
+{
+    const qv_i16 ax = (qv_i16)qv_set1_u32(pg_vec_pair(L->ex + 2 * j));
+    const qv_i16 ay = (qv_i16)qv_set1_u32(pg_vec_pair(L->ey + 2 * j));
+    return qv_zero32_mask4((qv_u32)((x0 > ax) | (y0 > ay)), (qv_u32)((x1 > ax) | (y1 > ay)),
+                           (qv_u32)((x2 > ax) | (y2 > ay)), (qv_u32)((x3 > ax) | (y3 > ay)));
 }
 
 /// pg_pairs_cell on a fresh snapshot, sixteen slots per compare: the
@@ -85,6 +113,7 @@ bool qg_pg_pairs_cell_vec(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t 
     pg_vlanes L;
     uint64_t lanes[PG_VEC_CHUNKS]; // the live lanes of each chunk
     int32_t nc = 0, nc0 = 0;
+    const int32_t n = s1 - s0;
     const qv_i16 low_byte = qv_set1(0xFF), q = qv_set1(PG_Q), nib = qv_set1(0xF);
     const qv_i16 lane[2] = {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}};
     const qv_i16 ux = qv_set1(Lv->unit_x), uy = qv_set1(Lv->unit_y);
@@ -100,10 +129,14 @@ bool qg_pg_pairs_cell_vec(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t 
                 const qv_i16 vx = (v & low_byte) + sx;
                 const qv_i16 vy = (qv_i16)((qv_u16)v >> 8) + sy;
                 const qv_i16 z = pg_vec_sizes(Lv->order + t + 8 * h);
-                qv_store_i16(L.lx + 16 * nc + 8 * h, vx);
-                qv_store_i16(L.ly + 16 * nc + 8 * h, vy);
-                qv_store_i16(L.lxh + 16 * nc + 8 * h, vx + (z & nib) * ux);
-                qv_store_i16(L.lyh + 16 * nc + 8 * h, vy + (z >> 4) * uy);
+                const qv_i16 vxh = vx + (z & nib) * ux, vyh = vy + (z >> 4) * uy;
+                const int32_t at = 32 * nc + 16 * h;
+                pg_vec_store_pairs(L.px + at, vx, -vxh);
+                pg_vec_store_pairs(L.py + at, vy, -vyh);
+                if (r == 0 && t - s0 + 8 * h < n) {
+                    pg_vec_store_pairs(L.ex + at, vxh, -vx);
+                    pg_vec_store_pairs(L.ey + at, vyh, -vy);
+                }
             }
             L.slot[nc] = t;
             lanes[nc] = qv_first(hi[r] - t);
@@ -114,34 +147,34 @@ bool qg_pg_pairs_cell_vec(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t 
     }
     // Chunk by chunk, each element of the cell against its lanes (see
     // pairs_avx2.c): range 0 pairs an element only with the slots after it.
-    const int32_t n = s1 - s0;
     for (int32_t k = 0; k < nc; ++k) {
-        const qv_i16 x0 = qv_load_i16(L.lx + 16 * k), x1 = qv_load_i16(L.lx + 16 * k + 8);
-        const qv_i16 xh0 = qv_load_i16(L.lxh + 16 * k), xh1 = qv_load_i16(L.lxh + 16 * k + 8);
-        const qv_i16 y0 = qv_load_i16(L.ly + 16 * k), y1 = qv_load_i16(L.ly + 16 * k + 8);
-        const qv_i16 yh0 = qv_load_i16(L.lyh + 16 * k), yh1 = qv_load_i16(L.lyh + 16 * k + 8);
+        const int16_t *px = L.px + 32 * k, *py = L.py + 32 * k;
+        const qv_i16 x0 = qv_load_i16(px), x1 = qv_load_i16(px + 8), x2 = qv_load_i16(px + 16),
+                     x3 = qv_load_i16(px + 24);
+        const qv_i16 y0 = qv_load_i16(py), y1 = qv_load_i16(py + 8), y2 = qv_load_i16(py + 16),
+                     y3 = qv_load_i16(py + 24);
         const uint64_t keep = lanes[k];
         int32_t before = n, own = n;
         if (k < nc0) {
             before = 16 * k < n ? 16 * k : n;
             own = 16 * k + 16 < n ? 16 * k + 16 : n;
         }
-        // j from `before` to `own`: this chunk's own elements, against the
-        // lanes after theirs; then the earlier elements against all.
-        for (int32_t j = before, pass = 0; pass < 2; j = 0, pass++) {
-            const int32_t end = pass == 0 ? own : before;
-            for (; j < end; ++j) {
-                const qv_i16 axh = qv_set1(L.lxh[j]), ax = qv_set1(L.lx[j]);
-                const qv_i16 ayh = qv_set1(L.lyh[j]), ay = qv_set1(L.ly[j]);
-                const qv_i16 out0 = (qv_i16)((x0 > axh) | (ax > xh0)) | (qv_i16)((y0 > ayh) | (ay > yh0));
-                const qv_i16 out1 = (qv_i16)((x1 > axh) | (ax > xh1)) | (qv_i16)((y1 > ayh) | (ay > yh1));
-                uint64_t mask = ~qv_mask2(out0, out1) & keep;
-                if (pass == 0)
-                    mask &= ~qv_first((j & 15) + 1);
-                if (mask != 0 && !pg_vec_hits(Lv, bt, &L, s0, j, k, mask, fn, user)) {
-                    *stop = true;
-                    return true;
-                }
+        // This chunk's own elements against the lanes after theirs (the
+        // mask of those shifts one lane per element), then the earlier
+        // elements against all.
+        uint64_t later = QV_ALL16 & ~qv_first(1);
+        for (int32_t j = before; j < own; ++j, later <<= QV_LANE_BITS) {
+            const uint64_t mask = pg_vec_test(&L, j, x0, x1, x2, x3, y0, y1, y2, y3) & keep & later;
+            if (mask != 0 && !pg_vec_hits(Lv, bt, &L, s0, j, k, mask, fn, user)) {
+                *stop = true;
+                return true;
+            }
+        }
+        for (int32_t j = 0; j < before; ++j) {
+            const uint64_t mask = pg_vec_test(&L, j, x0, x1, x2, x3, y0, y1, y2, y3) & keep;
+            if (mask != 0 && !pg_vec_hits(Lv, bt, &L, s0, j, k, mask, fn, user)) {
+                *stop = true;
+                return true;
             }
         }
     }
