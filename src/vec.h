@@ -85,7 +85,7 @@ static inline qv_i16 qv_narrow(qv_u32 a, qv_u32 b)
 #if defined(QV_SSE2)
     return (qv_i16)_mm_packs_epi32((__m128i)a, (__m128i)b); // the kernels' lanes are below 32768
 #elif defined(QV_NEON)
-    return (qv_i16)vcombine_u16(vmovn_u32((uint32x4_t)a, vmovn_u32((uint32x4_t)b));
+    return (qv_i16)vcombine_u16(vmovn_u32((uint32x4_t)a), vmovn_u32((uint32x4_t)b));
 #elif defined(QV_WASM)
     return (qv_i16)wasm_u16x8_narrow_i32x4((v128_t)a, (v128_t)b);
 #else
