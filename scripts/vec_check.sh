@@ -8,7 +8,7 @@
 #   - for aarch64 (gcc-aarch64-linux-gnu, NEON) under qemu-user,
 #   - for WebAssembly (emscripten, -msimd128) under Node.
 # Also compiles vec.h's users with clang -Werror for x86-64, aarch64 and
-# wasm32. Usage: scripts/vec_check.sh [seed]. About two minutes.
+# wasm32. Usage: scripts/vec_check.sh [seed]. About three minutes on a loaded 2-core machine.
 set -eu
 cd "$(dirname "$0")/.."
 seed="${1:-20261128}"
