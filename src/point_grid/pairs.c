@@ -6,6 +6,23 @@
 // its walk. The overview of the kind is in point_grid.h.
 #include "point_grid.h"
 
+// The vector kernels: AVX2 when qg_create chose it (g->wide), otherwise the
+// portable form (pairs_vec.c) where the platform has one.
+// PG_VEC_ON: a kernel runs (on a fresh snapshot).
+#if defined(PG_HAVE_AVX2) && defined(QV_HAVE)
+#define PG_VEC_ON(wide) true
+#define PG_PAIRS_CELL(wide, ...) ((wide) ? qg_pg_pairs_cell_wide(__VA_ARGS__) : qg_pg_pairs_cell_vec(__VA_ARGS__))
+#define PG_CROSS_ROW(wide, ...) ((wide) ? qg_pg_cross_row_wide(__VA_ARGS__) : qg_pg_cross_row_vec(__VA_ARGS__))
+#elif defined(PG_HAVE_AVX2)
+#define PG_VEC_ON(wide) (wide)
+#define PG_PAIRS_CELL(wide, ...) qg_pg_pairs_cell_wide(__VA_ARGS__)
+#define PG_CROSS_ROW(wide, ...) qg_pg_cross_row_wide(__VA_ARGS__)
+#elif defined(QV_HAVE)
+#define PG_VEC_ON(wide) true
+#define PG_PAIRS_CELL(wide, ...) qg_pg_pairs_cell_vec(__VA_ARGS__)
+#define PG_CROSS_ROW(wide, ...) qg_pg_cross_row_vec(__VA_ARGS__)
+#endif
+
 /// Candidates of a (point pa) among the slots [s_lo, s_hi) of cell (nx, ny):
 /// those whose points are within reach.
 static bool pg_scan(const pg_level *L, pg_batch *bt, qg_handle a, pg_point pa, int32_t s_lo, int32_t s_hi, int32_t nx,
@@ -103,18 +120,18 @@ static bool pg_cross(const pg_level *L, bool wide, pg_batch *bt, qg_handle b, qg
     int32_t cx0, cy0, cx1, cy1;
     pg_cell_range(L, lo, bh, &cx0, &cy0, &cx1, &cy1);
     for (int32_t cy = cy0; cy <= cy1; ++cy) {
-#if defined(PG_HAVE_AVX2)
-        if (wide && L->fresh) {
+#if defined(PG_HAVE_AVX2) || defined(QV_HAVE)
+        if (L->fresh && PG_VEC_ON(wide)) {
             // Runs of at most 64 cells keep every lane within 16 bits.
             for (int32_t sx = cx0; sx <= cx1; sx += 64) {
-                if (!qg_pg_cross_row_wide(L, bt, b, sx, sx + 63 < cx1 ? sx + 63 : cx1, cy, bl, bh, fn, user))
+                const int32_t ex = sx + 63 < cx1 ? sx + 63 : cx1;
+                if (!PG_CROSS_ROW(wide, L, bt, b, sx, ex, cy, bl, bh, fn, user))
                     return false;
             }
             continue;
         }
-#else
-        (void)wide;
 #endif
+        (void)wide;
         for (int32_t cx = cx0; cx <= cx1; ++cx) {
             const int32_t c = cy * L->cols + cx;
             for (int32_t s = L->start[c]; s < L->start[c + 1]; ++s) {
@@ -291,9 +308,9 @@ static bool pg_pairs_level(const point_grid *g, const pg_level *L, pg_sched *sc,
 {
     for (int32_t cy = r0; cy < r1; ++cy) {
         for (int32_t cx = 0; cx < L->cols; ++cx) {
-#if defined(PG_HAVE_AVX2)
+#if defined(PG_HAVE_AVX2) || defined(QV_HAVE)
             bool stop = false;
-            if (L->fresh && g->wide && qg_pg_pairs_cell_wide(L, bt, cx, cy, fn, user, &stop)) {
+            if (L->fresh && PG_VEC_ON(g->wide) && PG_PAIRS_CELL(g->wide, L, bt, cx, cy, fn, user, &stop)) {
                 if (stop)
                     return false;
                 continue;

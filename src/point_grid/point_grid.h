@@ -128,6 +128,9 @@
 #include <immintrin.h>
 #define PG_HAVE_AVX2 1
 #endif
+// The portable vector kernels (pairs_vec.c) where the platform has a
+// 128-bit unit: the only ones off x86, the fallback from AVX2 on it.
+#include "../vec.h"
 
 /// Size levels; the last one takes any size.
 #define PG_LEVELS 7
@@ -553,6 +556,14 @@ bool qg_pg_pairs_cell_wide(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t
 /// pairs_avx2.c: one row of a cross-level search, sixteen slots per compare.
 bool qg_pg_cross_row_wide(const pg_level *L, pg_batch *bt, qg_handle b, int32_t cx0, int32_t cx1, int32_t cy,
                           pg_point bl, pg_point bh, qg_pair_fn *fn, void *user);
+#endif
+#if defined(QV_HAVE)
+/// pairs_vec.c: the same two kernels in portable vectors (SSE2, NEON,
+/// SIMD128), for a fresh snapshot when the AVX2 form is not chosen.
+bool qg_pg_pairs_cell_vec(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t cy, qg_pair_fn *fn, void *user,
+                          bool *stop);
+bool qg_pg_cross_row_vec(const pg_level *L, pg_batch *bt, qg_handle b, int32_t cx0, int32_t cx1, int32_t cy,
+                         pg_point bl, pg_point bh, qg_pair_fn *fn, void *user);
 #endif
 
 #endif
