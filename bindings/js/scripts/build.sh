@@ -5,7 +5,7 @@
 # here): dist/quadgrid-scalar.mjs and dist/quadgrid-simd.mjs, each one ES
 # module with its wasm embedded (-sSINGLE_FILE: no fetch at load, so Node
 # loads it from a file path too). Also the differential driver
-# (build/wasm_diff-{scalar,simd}.mjs) when called with --diff.
+# (build/wasm_diff-{scalar,simd}.js) when called with --diff.
 #
 # Usage: scripts/build.sh [--diff]     (from bindings/js/)
 set -eu
@@ -34,13 +34,15 @@ build scalar ""
 build simd "-msimd128"
 
 if [ "${1:-}" = "--diff" ]; then
+    # CommonJS output beside the package's "type": "module".
+    echo '{"type": "commonjs"}' > build/package.json
     for v in scalar simd; do
         extra=""
         [ "$v" = simd ] && extra="-msimd128"
-        echo "build.sh: build/wasm_diff-$v.mjs"
+        echo "build.sh: build/wasm_diff-$v.js"
         # shellcheck disable=SC2086
         emcc $cflags $extra $srcs "$root/fuzz/fuzz_ops.c" test/wasm_diff_main.c \
-            -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sEXIT_RUNTIME=1 \
-            -sTOTAL_STACK=1MB -o "build/wasm_diff-$v.mjs"
+            -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sEXIT_RUNTIME=1 -sSINGLE_FILE=1 \
+            -sTOTAL_STACK=1MB -o "build/wasm_diff-$v.js"
     done
 fi
