@@ -31,14 +31,14 @@ build() { # name extra-flags
         $link -sEXPORT_NAME=createQuadgrid$1 -o "dist/quadgrid-$1.mjs"
 }
 build scalar ""
-build simd "-msimd128"
+build simd "-msimd128 -msse2"
 
 if [ "${1:-}" = "--diff" ]; then
     # CommonJS output beside the package's "type": "module".
     echo '{"type": "commonjs"}' > build/package.json
     for v in scalar simd; do
         extra=""
-        [ "$v" = simd ] && extra="-msimd128"
+        [ "$v" = simd ] && extra="-msimd128 -msse2"
         echo "build.sh: build/wasm_diff-$v.js"
         # shellcheck disable=SC2086
         emcc $cflags $extra $srcs "$root/fuzz/fuzz_ops.c" test/wasm_diff_main.c \
