@@ -102,6 +102,8 @@ export class Index {
   getFilter(handles: Handles): Uint32Array;
   /** Pairs that began and ended since the last call (the first call: every pair began). */
   pairEvents(): { began: Int32Array; ended: Int32Array };
+  /** Every node or cell, six values each: minX, minY, maxX, maxY, depth, elements (for drawing). */
+  cells(): Float32Array;
   /** Checks internal invariants (slow; for tests). */
   validate(): boolean;
   /** Frees the index; later calls throw, a second free() does nothing. */

@@ -410,6 +410,15 @@ export class Index {
     return { began, ended };
   }
 
+  /**
+   * Every node or cell (for drawing): Float32Array of six values each,
+   * minX, minY, maxX, maxY, depth, elements.
+   */
+  cells() {
+    check(M._qgjs_visit(this.#live("cells")), "cells");
+    return outF32(2);
+  }
+
   /** Checks the index's internal invariants (slow; for tests). */
   validate() {
     return M._qgjs_validate(this.#live("validate")) === 0;

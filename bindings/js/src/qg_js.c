@@ -461,3 +461,36 @@ EXPORT float *qgjs_agents_field(const qgw_agents *a, int32_t which)
 }
 EXPORT float qgjs_agents_world(const qgw_agents *a) { return a->world; }
 
+
+/* ---- Cells, for drawing ------------------------------------------------- */
+
+typedef struct visit_ctx {
+    int32_t n;
+    bool oom;
+} visit_ctx;
+
+static void on_visit(qg_rect cell, int depth, int32_t elements, void *user)
+{
+    visit_ctx *v = user;
+    if (v->oom || !glue_grow(&out_f, ((size_t)v->n + 1) * 6 * sizeof(float))) {
+        v->oom = true;
+        return;
+    }
+    float *p = (float *)out_f.p + (size_t)v->n * 6;
+    p[0] = cell.min_x, p[1] = cell.min_y, p[2] = cell.max_x, p[3] = cell.max_y;
+    p[4] = (float)depth, p[5] = (float)elements;
+    v->n++;
+}
+
+/// Every node or cell (qg_visit) into out 2: min_x, min_y, max_x, max_y,
+/// depth, elements (six floats each); out_len[2] counts floats.
+EXPORT int32_t qgjs_visit(const qg_index *ix)
+{
+    reset_out();
+    visit_ctx v = {0, false};
+    qg_visit(ix, on_visit, &v);
+    if (v.oom)
+        return QG_ERR_NOMEM;
+    out_len[2] = v.n * 6;
+    return QG_OK;
+}
