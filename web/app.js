@@ -21,7 +21,7 @@ const pixels = new Uint32Array(image.data.buffer);
 
 await init();
 for (const k of kinds) $("kind").add(new Option(k, k));
-$("kind").value = params.get("kind") || "quadtree";
+$("kind").value = params.get("kind") || "grid";
 if (params.get("n")) {
   if (![...$("count").options].some((o) => o.value === params.get("n"))) $("count").add(new Option(params.get("n")));
   $("count").value = params.get("n");

@@ -5,7 +5,7 @@
 // runs the page's own brute-force check at a small count with every kind,
 // and saves a screenshot to docs/web.png.
 //
-//   node browser.js [--kind quadtree] [--seconds 6] [--screenshot ../../docs/web.png] [--require-fps 60]
+//   node browser.js [--kind grid] [--seconds 6] [--screenshot ../../docs/web.png] [--require-fps 60]
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
@@ -18,7 +18,7 @@ const args = Object.fromEntries(
 );
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");
-const kind = args.kind || "quadtree";
+const kind = args.kind || "grid";
 const seconds = Number(args.seconds || 6);
 const shot = path.resolve(args.screenshot || path.join(root, "docs/web.png"));
 const requireFps = Number(args["require-fps"] || 0);
