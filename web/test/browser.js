@@ -74,6 +74,14 @@ try {
   await new Promise((r) => setTimeout(r, 500));
   await page.screenshot({ path: shot });
   console.log(`browser: screenshot ${shot}`);
+  // The level walls and the cells, at 10,000 agents, every kind.
+  for (const k of ["grid", "quadtree", "point_grid"]) {
+    await page.goto(`http://127.0.0.1:${port}/web/?kind=${k}&n=10000&walls=1&cells=1`, { waitUntil: "load" });
+    await page.waitForFunction(() => window.qgStats && window.qgStats.frame >= 30, { timeout: 60000 });
+    const w = await page.evaluate(() => window.qgStats);
+    console.log(`browser: walls ${k}: ${w.walls} tiles, ${w.pairs} agent pairs, ${w.wallPairs} agent-wall pairs, frame ${w.frame}`);
+    if (!(w.walls > 0 && w.wallPairs > 0 && w.pairs > 0)) failed = true;
+  }
   if (errors.length) {
     console.log(`browser: FAIL: page errors: ${errors.join("; ")}`);
     failed = true;
