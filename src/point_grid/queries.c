@@ -509,6 +509,7 @@ static inline void pg_near_queue(const qg_rect *boxes, qg_near *c, pg_near_batch
         pg_near_flush(boxes, c, b);
 }
 
+#if defined(PG_HAVE_AVX2) || defined(__SSE2__)
 /// Queues the slots of a step whose lanes `mask` keeps (their boxes
 /// prefetched): the vector kernels' common tail. The caller made room.
 static inline void pg_near_keep(const qg_rect *boxes, pg_near_batch *b, int mask, const uint32_t *hv,
@@ -526,6 +527,7 @@ static inline void pg_near_keep(const qg_rect *boxes, pg_near_batch *b, int mask
     }
     b->n = n;
 }
+#endif
 
 #if defined(PG_HAVE_AVX2)
 /// pg_near_cell's filtered form with AVX2: eight slots at a time, the same
