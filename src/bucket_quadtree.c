@@ -337,7 +337,7 @@ static void bucket_quadtree_remove(qg_index *index, qg_handle h)
     bq_take_out((bucket_quadtree *)index, h);
 }
 
-static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     bucket_quadtree *bq = (bucket_quadtree *)index;
     qg_tree_note(&bq->world, box);

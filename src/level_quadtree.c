@@ -226,7 +226,7 @@ static void level_quadtree_remove(qg_index *index, qg_handle h)
     lv_count_up(lv, lv_cell_of(lv, node), -1);
 }
 
-static qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     (void)txn;
     level_quadtree *lv = (level_quadtree *)index;

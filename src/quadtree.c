@@ -835,7 +835,7 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     return QG_OK;
 }
 
-static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
     const qg_rect old = index->boxes[h];

@@ -310,7 +310,7 @@ static inline qg_status lg_move_plain(loose_grid *g, qg_txn *txn, qg_handle h, q
     return lg_move_far(g, txn, h, box, ni);
 }
 
-static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     loose_grid *g = (loose_grid *)index;
     if (g->refit) {
