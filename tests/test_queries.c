@@ -498,9 +498,16 @@ static void test_insert_many_oom(void **state)
             }
             ta.mode = mode ? TU_FAIL_STICKY : TU_FAIL_ONCE;
             ta.fail_at = ta.grow_requests + k;
+            const size_t bytes = ta.bytes;
             const qg_status s = qg_insert_many(idx, b, N, h);
             tu_alloc_end_call(&ta);
             ta.fail_at = 0;
+            /* A failed batch gives back all it grew: the bytes held are those
+             * before the call, and memory_bytes says so. */
+            if (s == QG_ERR_NOMEM && ta.bytes != bytes)
+                fail_msg("seed %llu allocation %ld: QG_ERR_NOMEM, but %zu bytes became %zu",
+                         (unsigned long long)seed, k, bytes, ta.bytes);
+            assert_int_equal(qg_get_stats(idx).memory_bytes, ta.bytes);
             if (s == QG_OK) {
                 for (int32_t i = 0; i < N; i++)
                     assert_int_equal(qg_insert(twin, b[i]), h[i]);
