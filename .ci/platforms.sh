@@ -6,7 +6,7 @@
 #                  library and the test programs, every test run under qemu-user
 # Source it from .ci/run (which sets $jobs and $sudo) and add the stage names
 # to STAGES; or run one stage alone: .ci/platforms.sh stage_arm64
-# Environment: QG_ARM64_TEST_SCALE (default 0.05: qemu runs the tests ~10x
+# Environment: QG_ARM64_TEST_SCALE (default 0.01: qemu runs the tests ~10x
 # slower, and the short sequences still reach every kind's paths),
 # QG_ARM64_TESTS / QG_CLANG_TESTS (a ctest -R regex, default all).
 
@@ -48,7 +48,7 @@ stage_arm64() {
     cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
         -DCMAKE_BUILD_TYPE=Release -DQG_WERROR=ON -DQG_BUILD_TESTS=ON -DQG_BUILD_APPS=OFF
     cmake --build "$dir" -j "$jobs"
-    QG_TEST_SCALE=${QG_ARM64_TEST_SCALE:-0.05} ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
+    QG_TEST_SCALE=${QG_ARM64_TEST_SCALE:-0.01} ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
         -E '^(hostile_capacity|install|readme_example)$|_sse2$' ${QG_ARM64_TESTS:+-R "$QG_ARM64_TESTS"}
 }
 
