@@ -753,7 +753,10 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
             qg_mem_free(&index->alloc, block, 2 * bytes);
         return QG_ERR_NOMEM;
     }
-    // Nothing allocates from here on but the splits, which may fail.
+    // Nothing allocates from here on but the splits, which may fail. The
+    // sort's other half notes which elements over-filled a leaf that may
+    // split (without it, every element looks).
+    uint64_t *const filled = key == NULL ? NULL : key == block ? block + n : block;
     for (int32_t done = 0; done < n; ++done) {
         const int32_t i = key != NULL ? (int32_t)(uint32_t)key[done] : done;
 #if defined(__GNUC__)
@@ -771,18 +774,24 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
         qt_iter it;
         qt_cell c;
         int deepest = 0;
+        bool overfull = false;
         qt_iter_start(&it, qt_descend(qt, qt_root, b));
         while (qt_next_leaf(qt, &it, b, &c)) {
             qt_link(qt, c.node, h);
+            overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
             deepest = c.depth > deepest ? c.depth : deepest;
         }
         qt->depths[h] = (uint8_t)deepest;
         qg_tree_note(&qt->world, box);
+        if (filled != NULL)
+            filled[done] = overfull;
     }
     if (qt->resplit) {
         qt_resplit(qt);
     } else {
         for (int32_t done = 0; done < n; ++done) {
+            if (filled != NULL && !filled[done])
+                continue;
             const qg_handle h = handles[key != NULL ? (int32_t)(uint32_t)key[done] : done];
             const qt_ibox b = qt_map_box(qt, index->boxes[h]);
             qt_split_leaves(qt, qt_descend(qt, qt_root, b), b);
