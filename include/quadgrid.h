@@ -294,7 +294,7 @@ QG_API qg_status qg_nearest(const qg_index *index, float x, float y, int32_t k,
 /// Inserts boxes[0..n): handles[i] becomes the handle of boxes[i], the same
 /// handles n successive qg_insert calls would have returned. All or nothing:
 /// any bad box gives QG_ERR_INVALID, a failed allocation QG_ERR_NOMEM, and the
-/// index is then as it was (it may keep capacity the attempt grew).
+/// index is then exactly as it was, memory_bytes included.
 /// QG_ERR_CAPACITY when the count would pass what the kind addresses, and
 /// nothing is inserted. Kinds may build in bulk (one sort) here.
 QG_API qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n,
@@ -368,8 +368,9 @@ QG_API qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, q
 /// (NULL = this thread). Everything is checked first: a handle that is not
 /// live gives QG_ERR_HANDLE, a bad box, a handle listed twice, n < 0 or NULL
 /// arrays with n > 0 give QG_ERR_INVALID, and nothing changes. All or
-/// nothing: on QG_ERR_NOMEM no element has moved (the index may keep spare
-/// capacity a partial attempt grew; qg_cleanup gives it back).
+/// nothing: on QG_ERR_NOMEM no element has moved and the index is exactly as
+/// it was, memory_bytes included; except, for now, a batch holding a static
+/// element (qg_set_static), which may keep capacity its attempt grew.
 QG_API qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
                               const qg_rect *boxes, int32_t n);
 

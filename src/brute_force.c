@@ -33,7 +33,7 @@ static void brute_force_remove(qg_index *index, qg_handle h)
     (void)index, (void)h;
 }
 
-static qg_status brute_force_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status brute_force_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     (void)txn;
     index->boxes[h] = box;

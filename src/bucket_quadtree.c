@@ -332,12 +332,41 @@ static qg_status bucket_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle 
     return QG_OK;
 }
 
+/// qg_insert_many: the per-handle lists reserved once for the highest
+/// handle (the only memory an insert cannot do without), then every insert,
+/// none of which can fail: each reserves the blocks its splits want, and
+/// when memory is refused goes on with the blocks held, as a move does (a
+/// leaf left over capacity splits at a later insert). So a batch that lacks
+/// memory fails before it changes anything and holds what it held.
+static qg_status bucket_quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    bucket_quadtree *bq = (bucket_quadtree *)index;
+    qg_handle top = 0;
+    for (int32_t i = 0; i < n; ++i)
+        top = handles[i] > top ? handles[i] : top;
+    if (!qg_txn_reserve(txn, (void **)&bq->next, &bq->next_capacity, sizeof(int32_t), (int64_t)top + 1) ||
+        !qg_txn_reserve(txn, (void **)&bq->prev, &bq->prev_capacity, sizeof(int32_t), (int64_t)top + 1))
+        return QG_ERR_NOMEM;
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_handle h = handles[i];
+        const qg_rect box = index->boxes[h];
+        const bq_ibox b = bq_map_box(bq, box);
+        // Growth kept on success: its own transaction, never rolled back.
+        qg_txn blocks;
+        qg_txn_begin(&blocks, &index->alloc);
+        (void)bq_reserve_blocks(bq, &blocks, bq_splits_needed(bq, b));
+        qg_tree_note(&bq->world, box);
+        bq_place(bq, h, b);
+    }
+    return QG_OK;
+}
+
 static void bucket_quadtree_remove(qg_index *index, qg_handle h)
 {
     bq_take_out((bucket_quadtree *)index, h);
 }
 
-static qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status bucket_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     bucket_quadtree *bq = (bucket_quadtree *)index;
     qg_tree_note(&bq->world, box);
@@ -747,4 +776,4 @@ static int32_t bucket_quadtree_nearest(const qg_index *index, float x, float y, 
 }
 
 QG_KIND_CLASS_EX(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree, .raycast = bucket_quadtree_raycast,
-                 .nearest = bucket_quadtree_nearest);
+                 .nearest = bucket_quadtree_nearest, .insert_many = bucket_quadtree_insert_many);

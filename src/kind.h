@@ -121,13 +121,13 @@ struct qg_kind_class {
 /// QG_KIND_CLASS plus the optional members the kind serves, as designated
 /// initializers: QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part).
 /// It also makes the kind's move_one around its move (qg_kind_move_one: the
-/// kind's file includes engine.h), the move kept out of line: inlined
-/// there, the quadtree's and the point grid's moves ran 40% and 65% slower
-/// (`agents` update at 100,000; the moves are tuned to keep their
-/// registers).
+/// kind's file includes engine.h). The kind defines its move
+/// `static QG_NOINLINE`: inlined there, the quadtree's and the point grid's
+/// moves ran 40% and 65% slower (`agents` update at 100,000; the moves are
+/// tuned to keep their registers). The attribute sits on the definition,
+/// as clang ignores one declared after it (tests/noinline_test.sh checks
+/// every kind's move is out of line).
 #define QG_KIND_CLASS_EX(prefix, KIND, type, ...)                                                    \
-    static qg_status prefix##_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)          \
-        QG_NOINLINE;                                                                                 \
     static qg_status prefix##_move_one(qg_index *index, qg_handle h, qg_rect box)                   \
     {                                                                                                \
         return qg_kind_move_one(index, h, box, prefix##_move);                                       \

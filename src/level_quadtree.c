@@ -218,6 +218,28 @@ static qg_status level_quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h
     return QG_OK;
 }
 
+/// qg_insert_many: the links reserved once for the highest handle, then
+/// every insert, none of which can fail. A batch that lacks memory so fails
+/// before it changes anything and holds what it held (one by one, a late
+/// failure kept the links the earlier inserts grew).
+static qg_status level_quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    level_quadtree *lv = (level_quadtree *)index;
+    qg_handle top = 0;
+    for (int32_t i = 0; i < n; ++i)
+        top = handles[i] > top ? handles[i] : top;
+    if (!qg_txn_reserve(txn, (void **)&lv->links, &lv->link_capacity, sizeof(lv_link), (int64_t)top + 1))
+        return QG_ERR_NOMEM;
+    for (int32_t i = 0; i < n; ++i) {
+        const qg_rect box = index->boxes[handles[i]];
+        qg_tree_note(&lv->world, box);
+        const lv_cell c = lv_locate(lv, box);
+        lv_link_in(lv, lv_index(lv, c), handles[i]);
+        lv_count_up(lv, c, 1);
+    }
+    return QG_OK;
+}
+
 static void level_quadtree_remove(qg_index *index, qg_handle h)
 {
     level_quadtree *lv = (level_quadtree *)index;
@@ -226,7 +248,7 @@ static void level_quadtree_remove(qg_index *index, qg_handle h)
     lv_count_up(lv, lv_cell_of(lv, node), -1);
 }
 
-static qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status level_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     (void)txn;
     level_quadtree *lv = (level_quadtree *)index;
@@ -640,4 +662,4 @@ static int32_t level_quadtree_nearest(const qg_index *index, float x, float y, i
 }
 
 QG_KIND_CLASS_EX(level_quadtree, QG_LEVEL_QUADTREE, level_quadtree, .raycast = level_quadtree_raycast,
-                 .nearest = level_quadtree_nearest);
+                 .nearest = level_quadtree_nearest, .insert_many = level_quadtree_insert_many);

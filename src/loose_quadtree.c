@@ -495,7 +495,7 @@ static void loose_quadtree_remove(qg_index *index, qg_handle h)
     lq_unlink((loose_quadtree *)index, h); // boxes shrink in qg_cleanup
 }
 
-static qg_status loose_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status loose_quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     (void)txn;
     loose_quadtree *lq = (loose_quadtree *)index;

@@ -107,6 +107,7 @@
 #include "engine/engine.h" // qg_kind_move_one, for the class table
 
 #include <stdatomic.h>
+#include <string.h>
 
 #define QT_BITS QG_TREE_BITS
 #define QT_SIDE QG_TREE_SIDE
@@ -696,19 +697,18 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     return s;
 }
 
-
-static void quadtree_remove(qg_index *index, qg_handle h);
-
 /// qg_insert_many: one re-fit check for the whole batch (a re-fit rebuilds
 /// from every live slot, the new ones included, and is then the whole
 /// job), else one sort and the inserts in the order of the boxes' min
 /// corners' cells, so each descent walks the nodes the last one left in the
-/// cache and a leaf fills and splits while it is hot (their loads started
-/// well ahead: in that order handles, boxes and depths lie anywhere). All
-/// or nothing as the one-by-one path is: an insert that lacks memory fails
-/// before it changes anything, and the ones before it are taken out again
-/// (removal never allocates). Without memory for the sort's scratch the
-/// boxes go in the order given.
+/// cache (their loads started well ahead: in that order handles, boxes and
+/// depths lie anywhere). All or nothing, and no trace: every block the
+/// batch links into the leaves it finds is counted and reserved before
+/// anything changes (a leaf's links need a new block each QT_SLOTS), then
+/// every element is linked, then the leaves it over-filled split, each
+/// split allocating on its own as any split does (a refused one leaves the
+/// leaf fuller). Without memory for the sort's scratch the boxes go in the
+/// order given.
 static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
 {
     quadtree *qt = (quadtree *)index;
@@ -717,11 +717,15 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
         top = handles[i] > top ? handles[i] : top;
     if (!qg_txn_reserve(txn, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), (int64_t)top + 1))
         return QG_ERR_NOMEM;
-    if (qt->resplit)
-        qt_resplit(qt);
     const int64_t count = (int64_t)index->count + n;
     if (qg_tree_grown(&qt->world, count) && qt_refit(qt, -1, true, count))
         return QG_OK;
+    // The links each leaf takes, to count the blocks they need.
+    const size_t added_bytes = (size_t)qt->node_high * sizeof(int32_t);
+    int32_t *const added = qg_mem_alloc(&index->alloc, added_bytes);
+    if (added == NULL)
+        return QG_ERR_NOMEM;
+    memset(added, 0, added_bytes);
     const size_t bytes = (size_t)n * sizeof(uint64_t);
     uint64_t *const block = n > 1 ? qg_mem_alloc(&index->alloc, 2 * bytes) : NULL;
     uint64_t *key = block;
@@ -734,9 +738,26 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
         }
         key = qg_tree_sort_morton(key, key + n, n);
     }
-    qg_status s = QG_OK;
-    int32_t done = 0;
-    for (; done < n; ++done) {
+    int64_t need = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        const qt_ibox b = qt_map_box(qt, index->boxes[handles[i]]);
+        qt_iter it;
+        qt_cell c;
+        qt_iter_start(&it, qt_descend(qt, qt_root, b));
+        while (qt_next_leaf(qt, &it, b, &c))
+            need += (qt->nodes[c.node].count + added[c.node]++) % QT_SLOTS == 0;
+    }
+    qg_mem_free(&index->alloc, added, added_bytes);
+    if (!qt_blocks_reserve(txn, &qt->blocks, need)) {
+        if (block != NULL)
+            qg_mem_free(&index->alloc, block, 2 * bytes);
+        return QG_ERR_NOMEM;
+    }
+    // Nothing allocates from here on but the splits, which may fail. The
+    // sort's other half notes which elements over-filled a leaf that may
+    // split (without it, every element looks).
+    uint64_t *const filled = key == NULL ? NULL : key == block ? block + n : block;
+    for (int32_t done = 0; done < n; ++done) {
         const int32_t i = key != NULL ? (int32_t)(uint32_t)key[done] : done;
 #if defined(__GNUC__)
         if (key != NULL && done + 16 < n)
@@ -748,20 +769,37 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
         }
 #endif
         const qg_handle h = handles[i];
-        qg_txn one;
-        qg_txn_begin(&one, &index->alloc);
-        s = qt_insert_one(qt, &one, h, index->boxes[h]);
-        if (s != QG_OK) {
-            qg_txn_rollback(&one);
-            break;
+        const qg_rect box = index->boxes[h];
+        const qt_ibox b = qt_map_box(qt, box);
+        qt_iter it;
+        qt_cell c;
+        int deepest = 0;
+        bool overfull = false;
+        qt_iter_start(&it, qt_descend(qt, qt_root, b));
+        while (qt_next_leaf(qt, &it, b, &c)) {
+            qt_link(qt, c.node, h);
+            overfull |= qt->nodes[c.node].count > qt->leaf_capacity && c.depth < qt->max_depth;
+            deepest = c.depth > deepest ? c.depth : deepest;
+        }
+        qt->depths[h] = (uint8_t)deepest;
+        qg_tree_note(&qt->world, box);
+        if (filled != NULL)
+            filled[done] = overfull;
+    }
+    if (qt->resplit) {
+        qt_resplit(qt);
+    } else {
+        for (int32_t done = 0; done < n; ++done) {
+            if (filled != NULL && !filled[done])
+                continue;
+            const qg_handle h = handles[key != NULL ? (int32_t)(uint32_t)key[done] : done];
+            const qt_ibox b = qt_map_box(qt, index->boxes[h]);
+            qt_split_leaves(qt, qt_descend(qt, qt_root, b), b);
         }
     }
-    if (s != QG_OK)
-        for (int32_t j = 0; j < done; ++j)
-            quadtree_remove(index, handles[key != NULL ? (int32_t)(uint32_t)key[j] : j]);
     if (block != NULL)
         qg_mem_free(&index->alloc, block, 2 * bytes);
-    return s;
+    return QG_OK;
 }
 
 static void quadtree_remove(qg_index *index, qg_handle h)
@@ -835,7 +873,7 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     return QG_OK;
 }
 
-static qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     quadtree *qt = (quadtree *)index;
     const qg_rect old = index->boxes[h];

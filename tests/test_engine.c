@@ -905,6 +905,9 @@ static void test_bad_input(void **state)
  * then from the k-th on). A call that answers QG_ERR_NOMEM changes nothing
  * the index answers and holds exactly the bytes it held; events that failed
  * are reported by the next call. */
+/* Failed batches with static elements that kept capacity (see below). */
+static long g_static_batch_kept;
+
 static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
 {
     tu_alloc al;
@@ -932,6 +935,7 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
         qg_status s = QG_OK;
         const int op = step < 120 ? step % 3 : (int)tu_rng_below(&r, 9);
         qg_handle h = random_live(m, &r);
+        bool batch_static = false; /* op 8: a static element in the batch */
         events ev;
         memset(&ev, 0, sizeof ev);
         switch (op) {
@@ -1003,6 +1007,8 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
                     n++;
                 }
             }
+            for (int i = 0; i < n; i++)
+                batch_static |= m->stat[hs[i]];
             if ((s = qg_move_many(ix, NULL, hs, bs, n)) == QG_OK)
                 for (int i = 0; i < n; i++)
                     m->box[hs[i]] = bs[i];
@@ -1017,7 +1023,13 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
             tu_snapshot_take(ix, m->high, &after);
             if (!tu_snapshot_equal(&before, &after, msg, sizeof msg))
                 fail_msg("fail_at %ld step %d op %d: %s", fail_at, step, op, msg);
-            if (op != 8 && al.bytes != bytes) /* a batch may keep capacity */
+            /* Batches too: a failed call leaves no trace. Not yet a batch
+             * with static elements (qg_move_many's one-by-one path, whose
+             * undo keeps what the kind and the layer grew): counted and
+             * printed, not failed (issue 34). */
+            if (al.bytes != bytes && op == 8 && batch_static)
+                g_static_batch_kept++;
+            else if (al.bytes != bytes)
                 fail_msg("fail_at %ld step %d op %d: %zu bytes became %zu", fail_at, step, op, bytes, al.bytes);
         }
         assert_int_equal(qg_get_stats(ix).memory_bytes, al.bytes);
@@ -1059,6 +1071,8 @@ static void test_oom(void **state)
         runs += 2;
     }
     printf("engine oom: kind %s, %ld allocations in the sequence, %ld runs\n", qg_kind_name(g_kind), total, runs);
+    printf("engine oom: kind %s, %ld failed batches with static elements kept capacity (known, issue 34)\n",
+           qg_kind_name(g_kind), g_static_batch_kept);
 }
 
 int main(int argc, char **argv)

@@ -461,9 +461,16 @@ static qg_status insert_many_run(tu_alloc *ta, long k, void *user)
         assert_int_equal(qg_remove(idx, h0[i]), QG_OK);
         assert_int_equal(qg_remove(twin, h0[i]), QG_OK);
     }
+    const size_t bytes = ta->bytes;
     tu_alloc_fail_in(ta, k);
     const qg_status s = qg_insert_many(idx, b, N, h);
     tu_alloc_disarm(ta);
+    /* A failed batch gives back all it grew: the bytes held are those before
+     * the call, and memory_bytes says so. */
+    if (s == QG_ERR_NOMEM && ta->bytes != bytes)
+        fail_msg("seed %llu allocation %ld: QG_ERR_NOMEM, but %zu bytes became %zu", (unsigned long long)seed, k,
+                 bytes, ta->bytes);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, ta->bytes);
     if (s == QG_OK) {
         for (int32_t i = 0; i < N; i++)
             assert_int_equal(qg_insert(twin, b[i]), h[i]);

@@ -686,11 +686,18 @@ static qg_status move_many_run(tu_alloc *ta, long k, void *user)
      * (test_move_many runs the batches on real threads). */
     int32_t two = 2;
     const qg_jobs jobs = {2, reverse_run, &two};
+    const size_t bytes = ta->bytes;
     tu_alloc_fail_in(ta, k);
     /* Every other failure point on one thread: kinds batch differently
      * without workers. */
     const qg_status st = qg_move_many(idx, k % 2 ? &jobs : NULL, hs, bs, n);
     tu_alloc_disarm(ta);
+    /* A failed batch gives back all it grew: the bytes held are those before
+     * the call, and memory_bytes says so. */
+    if (st == QG_ERR_NOMEM && ta->bytes != bytes)
+        fail_msg("seed %llu, allocation %ld (%s): QG_ERR_NOMEM, but %zu bytes became %zu", (unsigned long long)seed,
+                 k, k % 2 ? "jobs" : "no jobs", bytes, ta->bytes);
+    assert_int_equal(qg_get_stats(idx).memory_bytes, ta->bytes);
     if (st == QG_OK) {
         for (int32_t i = 0; i < n; i++)
             assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);

@@ -272,7 +272,8 @@ static void soak_usage(FILE *f) {
 
 int bench_soak_main(int argc, char **argv) {
     soak_options o = {"all", "both", 10000, 1000, -1, 50, 0.01, 14};
-    for (int i = 1; i < argc; i++) {
+    /* Every option but --help takes a value: two arguments a step. */
+    for (int i = 1; i < argc; i += 2) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -301,7 +302,6 @@ int bench_soak_main(int argc, char **argv) {
             fprintf(stderr, "soak: bad or missing value for %s\n", arg);
             return 1;
         }
-        i++;
     }
     if (o.warmup < 0) o.warmup = o.frames / 10 > 5 ? o.frames / 10 : 5;
     if (o.warmup >= o.frames) {

@@ -107,7 +107,7 @@ static void grid_remove(qg_index *index, qg_handle h)
     gr_remove(&((grid *)index)->g, NULL, index, h);
 }
 
-static qg_status grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     return gr_move(&((grid *)index)->g, NULL, index, txn, h, box);
 }

@@ -120,7 +120,7 @@ static void multi_grid_remove(qg_index *index, qg_handle h)
     gr_remove(&mg->g, &mg->bits, index, h);
 }
 
-static qg_status multi_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status multi_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     multi_grid *mg = (multi_grid *)index;
     return gr_move(&mg->g, &mg->bits, index, txn, h, box);

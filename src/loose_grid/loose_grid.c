@@ -260,6 +260,97 @@ static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg
     return s;
 }
 
+/// The links the batch's loose boxes will need as lg_grow grows them, one
+/// box after the other in this order: each loose box is grown in place
+/// as it would be, the old boxes logged in `undo` (n entries) and put back
+/// after.
+static int64_t lg_links_needed(loose_grid *g, const qg_handle *handles, int32_t n, lg_loose *undo, int32_t *undo_cell)
+{
+    int64_t need = 0;
+    int32_t logged = 0;
+    for (int32_t k = 0; k < n; ++k) {
+        const qg_rect box = g->base.boxes[handles[k]];
+        const int32_t i = lg_loose_of(g, box);
+        const qg_rect f = lg_fatten(g, box);
+        lg_loose *c = &g->loose[i];
+        if (lg_inside_loose(f, c))
+            continue;
+        const float l = c->l < f.min_x ? c->l : f.min_x, t = c->t < f.min_y ? c->t : f.min_y;
+        const float r = c->r > f.max_x ? c->r : f.max_x, b = c->b > f.max_y ? c->b : f.max_y;
+        const int64_t more = lg_range_size(lg_range_of(g, l, t, r, b)) - lg_range_size(lg_cell_range(g, c));
+        need += more > 0 ? more : 0;
+        undo[logged] = *c;
+        undo_cell[logged++] = i;
+        c->l = l, c->t = t, c->r = r, c->b = b;
+    }
+    while (logged-- > 0)
+        g->loose[undo_cell[logged]] = undo[logged];
+    return need;
+}
+
+/// qg_insert_many: one look at the world for the whole batch (as an insert
+/// looks when the population doubled), and all the memory the batch needs
+/// reserved before any change: the per-handle cells, a node per element,
+/// and the links its loose boxes grow into (or the re-fit's new world, which
+/// allocates everything before it changes anything). So a batch that lacks
+/// memory fails with the index and the bytes it holds as they were (one by
+/// one, a late failure kept what the earlier inserts grew).
+static qg_status loose_grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
+{
+    loose_grid *g = (loose_grid *)index;
+    qg_handle top = 0;
+    for (int32_t k = 0; k < n; ++k)
+        top = handles[k] > top ? handles[k] : top;
+    int32_t reuse = 0;
+    for (int32_t k = g->free_item; k >= 0 && reuse < n; k = g->next[k])
+        reuse++;
+    const int64_t items = (int64_t)g->item_high + (n - reuse);
+    if (!qg_txn_reserve(txn, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), (int64_t)top + 1) ||
+        !qg_txn_reserve(txn, (void **)&g->items, &g->items_capacity, sizeof(lg_item), items) ||
+        !qg_txn_reserve(txn, (void **)&g->next, &g->next_capacity, sizeof(int32_t), items))
+        return QG_ERR_NOMEM;
+    const int32_t total = (int32_t)((int64_t)index->count + n);
+    const bool look = g->refit || total >= g->fit_next;
+    if (look) {
+        // The slots are taken, so the plan and the re-fit see the batch's
+        // boxes; each element gets its node first, so the re-fit files it.
+        const qg_rect any = index->boxes[handles[0]]; // (no element of its own: oh = -1)
+        lg_plan p;
+        qg_lg_plan_world(g, total, -1, any, &p);
+        if (qg_lg_plan_better(g, &p)) {
+            const int32_t free_item = g->free_item, item_high = g->item_high;
+            for (int32_t k = 0; k < n; ++k)
+                g->items[qg_lg_take_item(g)].h = handles[k];
+            if (qg_lg_refit(g, txn, &p, -1, any, false) != QG_OK) {
+                // The nodes go back: the free ones blank again (their links
+                // are untouched; only the head moved), the rest above
+                // item_high.
+                int32_t k = free_item;
+                for (int32_t j = 0; j < reuse; ++j, k = g->next[k])
+                    g->items[k].h = -1;
+                g->free_item = free_item;
+                g->item_high = item_high;
+                return QG_ERR_NOMEM;
+            }
+            lg_looked(g, total, true);
+            return QG_OK;
+        }
+    }
+    const size_t undo_bytes = (size_t)n * (sizeof(lg_loose) + sizeof(int32_t));
+    lg_loose *const undo = qg_mem_alloc(&index->alloc, undo_bytes);
+    if (undo == NULL)
+        return QG_ERR_NOMEM;
+    const int64_t links = lg_links_needed(g, handles, n, undo, (int32_t *)(undo + n));
+    qg_mem_free(&index->alloc, undo, undo_bytes);
+    if (!qg_enode_reserve(txn, &g->links, links))
+        return QG_ERR_NOMEM;
+    if (look)
+        lg_looked(g, total, false);
+    for (int32_t k = 0; k < n; ++k)
+        (void)lg_insert_here(g, txn, handles[k], index->boxes[handles[k]]); // reserved: cannot fail
+    return QG_OK;
+}
+
 static void loose_grid_remove(qg_index *index, qg_handle h)
 {
     loose_grid *g = (loose_grid *)index;
@@ -310,7 +401,7 @@ static inline qg_status lg_move_plain(loose_grid *g, qg_txn *txn, qg_handle h, q
     return lg_move_far(g, txn, h, box, ni);
 }
 
-static qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     loose_grid *g = (loose_grid *)index;
     if (g->refit) {
@@ -970,5 +1061,6 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
 
 QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .pairs_part = qg_lg_pairs_part,
                  .move_many = loose_grid_move_many, .cleanup_parallel = loose_grid_cleanup_parallel,
-                 .raycast = loose_grid_raycast, .nearest = loose_grid_nearest);
+                 .raycast = loose_grid_raycast, .nearest = loose_grid_nearest,
+                 .insert_many = loose_grid_insert_many);
 

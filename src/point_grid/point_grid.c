@@ -319,7 +319,7 @@ static qg_status pg_move_other(point_grid *g, qg_txn *txn, qg_handle h, qg_rect 
     return QG_OK;
 }
 
-static qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
+static QG_NOINLINE qg_status point_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     point_grid *g = (point_grid *)index;
     // Level 0 by name: its fields at fixed offsets, as with one level.

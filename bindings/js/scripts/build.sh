@@ -19,7 +19,7 @@ command -v emcc > /dev/null || { echo "build.sh: emcc not found (apt install ems
 srcs=$(find "$root/src" -name '*.c' | sort)
 mkdir -p dist build
 # The library's flags (CMakeLists.txt): C11, no contraction, warnings as errors.
-cflags="-std=c11 -O3 -ffp-contract=off -Wall -Wextra -Wpedantic -Werror -Wno-error=ignored-attributes -DQUADGRID_BUILDING -I$root/include -I$root/src"
+cflags="-std=c11 -O3 -ffp-contract=off -Wall -Wextra -Wpedantic -Werror -DQUADGRID_BUILDING -I$root/include -I$root/src"
 link="-sMODULARIZE=1 -sEXPORT_ES6=1 -sSINGLE_FILE=1 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB
  -sENVIRONMENT=web,worker -sFILESYSTEM=0 -sEXIT_RUNTIME=0 -sTOTAL_STACK=1MB
  -sEXPORTED_FUNCTIONS=_malloc,_free -sEXPORTED_RUNTIME_METHODS=[] -sINCOMING_MODULE_JS_API=[]"
