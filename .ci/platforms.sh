@@ -35,8 +35,8 @@ stage_clang() {
 # x86 build compiles. cmocka for arm64 comes from Debian multiarch. Skipped
 # here: hostile_capacity (16.7 M elements, 380 MB: minutes natively, far
 # more under qemu), the _sse2 runs (the same scalar code on ARM64), and the
-# install and README tests (they build and run a consumer with the host's
-# tools).
+# install, README and workloads page tests (they build and run a consumer with
+# the host's tools, or check a page the x86 run checks).
 stage_arm64() {
     if ! dpkg --print-foreign-architectures | grep -qx arm64; then
         $sudo dpkg --add-architecture arm64
@@ -49,7 +49,7 @@ stage_arm64() {
         -DCMAKE_BUILD_TYPE=Release -DQG_WERROR=ON -DQG_BUILD_TESTS=ON -DQG_BUILD_APPS=OFF
     cmake --build "$dir" -j "$jobs"
     QG_TEST_SCALE=${QG_ARM64_TEST_SCALE:-0.01} ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
-        -E '^(hostile_capacity|install|readme_example)$|_sse2$' ${QG_ARM64_TESTS:+-R "$QG_ARM64_TESTS"}
+        -E '^(hostile_capacity|install|readme_example|workloads_doc)$|_sse2$' ${QG_ARM64_TESTS:+-R "$QG_ARM64_TESTS"}
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
