@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# CI stages for the other platforms (issue 34), as functions .ci/run calls:
+# CI stages for the other platforms, as functions .ci/run calls:
 #   stage_clang  - clang Release build, warnings as errors, and its tests
 #   stage_arm64  - aarch64 cross build (Debian's gcc-aarch64-linux-gnu) of the
 #                  library and the test programs, every test run under qemu-user
@@ -31,10 +31,11 @@ stage_clang() {
     fi
 }
 
-# ARM64: the scalar (#else) forms of every hand-vectorised kernel, which no
-# x86 build compiles. cmocka for arm64 comes from Debian multiarch. Skipped
-# here: hostile_capacity (16.7 M elements, 380 MB: minutes natively, far
-# more under qemu), the _sse2 runs (the same scalar code on ARM64), and the
+# ARM64: the NEON form of the portable kernels (src/vec.h) and the scalar
+# (#else) forms of the other hand-vectorised kernels, which no x86 build
+# compiles. cmocka for arm64 comes from Debian multiarch. Skipped here:
+# hostile_capacity (16.7 M elements, 380 MB: minutes natively, far more
+# under qemu), the _sse2 runs (QG_NO_AVX2 changes nothing on ARM64), and the
 # install, README and workloads page tests (they build and run a consumer with
 # the host's tools, or check a page the x86 run checks).
 stage_arm64() {

@@ -45,7 +45,6 @@ qemu-aarch64 "$out/vec_check_a64" "$seed"
 echo "== WebAssembly (SIMD128) under Node"
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
 # shellcheck disable=SC2086
-# (the rest of the library is not clang -Werror clean yet: issue 34 item 1)
-emcc $(echo "$warn" | sed 's/ -Werror//') -msimd128 -sALLOW_MEMORY_GROWTH=1 -sENVIRONMENT=node -sSINGLE_FILE=1 -o "$out/vec_check.js" $srcs tests/vec_check.c
+emcc $warn -msimd128 -sALLOW_MEMORY_GROWTH=1 -sENVIRONMENT=node -sSINGLE_FILE=1 -o "$out/vec_check.js" $srcs tests/vec_check.c
 node "$out/vec_check.js" "$seed"
 echo "vec_check.sh: ok"

@@ -1026,7 +1026,7 @@ static void oom_sequence(long fail_at, tu_fail_mode mode, long *allocs)
             /* Batches too: a failed call leaves no trace. Not yet a batch
              * with static elements (qg_move_many's one-by-one path, whose
              * undo keeps what the kind and the layer grew): counted and
-             * printed, not failed (issue 34). */
+             * printed, not failed (docs/platforms.md). */
             if (al.bytes != bytes && op == 8 && batch_static)
                 g_static_batch_kept++;
             else if (al.bytes != bytes)
@@ -1071,7 +1071,7 @@ static void test_oom(void **state)
         runs += 2;
     }
     printf("engine oom: kind %s, %ld allocations in the sequence, %ld runs\n", qg_kind_name(g_kind), total, runs);
-    printf("engine oom: kind %s, %ld failed batches with static elements kept capacity (known, issue 34)\n",
+    printf("engine oom: kind %s, %ld failed batches with static elements kept capacity (known: docs/platforms.md)\n",
            qg_kind_name(g_kind), g_static_batch_kept);
 }
 

@@ -83,7 +83,7 @@ static void usage(FILE *f) {
           "  insert   ns per insert into an empty index\n"
           "  check    test the sort-and-sweep reference against plain loops\n"
           "  drift    agents medians fresh, aged (--age F, default 300) and rebuilt, and\n"
-          "           the index's bytes at each, per kind (issue 17)\n"
+          "           the index's bytes at each, per kind\n"
           "options:\n"
           "  --kind K[,K...]|all  quadgrid kinds and peers (default all; --list shows them)\n"
           "  --n N                elements (agents/mixed/sparse/scenes/level 100000, static/insert 1000000)\n"
