@@ -2,6 +2,8 @@
 // "Edit: Fine/Coarse Grids"; part 7 "Uniform vs. Adaptive Grid",
 // "hierarchical bitset").
 //
+// - Learning (issue 32, tune.c): as QG_GRID: the fine cell is
+//   GR_CELL_PER_ELEMENT learned median sides; the world the elements' box.
 // - The finest grid stores the elements exactly as QG_GRID does (grid_rows.h:
 //   4-byte cells, row-based free-listed node arrays, NULL empty rows, rows
 //   shrunk by qg_cleanup when they hold far more node slots than nodes, a
