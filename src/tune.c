@@ -10,9 +10,14 @@
 //   depth (smallest cell a little over it), the grids' cells (6 of it), the
 //   loose grid's cells (10 of it). bucket_quadtree, whose configure ignores
 //   element_size, gets the same depth rule as the other trees.
-// - the point grid's max_element_size: the 97th percentile side (the bench's
-//   hand tuning is the largest ordinary box; a few boxes 16x larger go to
-//   coarser levels, which is what those levels are for).
+// - the point grid's max_element_size: the 97th percentile side, plus a
+//   sixteenth (the bench's hand tuning is the largest ordinary box; a few
+//   boxes 16x larger go to coarser levels, which is what those levels are
+//   for). It re-tunes as soon as that percentile passes the bound in force
+//   (level 1's cells are 4x as wide: a bound under the boxes is a cliff),
+//   or falls under half of it.
+// - hysteresis: the grids and the loose grid re-tune when the median moved
+//   2x from the one in force, the trees 1.5x (their depth moves in 2x steps).
 // - the world: the elements' bounding box. The grids wrap around (a torus),
 //   so their cell table follows it; the trees, the loose grid and the point
 //   grid also re-fit their world themselves as before.
@@ -27,6 +32,8 @@
 #define QG_TUNE_SAMPLE_BIG 2048
 /// A learned size must differ this much from the one in force.
 #define QG_TUNE_RATIO 2.0f
+/// The point grid's learned bound over the measured 97th percentile.
+#define QG_TUNE_HEADROOM 1.0625f
 
 typedef struct tune_learned {
     float elem, bound;
@@ -117,6 +124,18 @@ static bool tune_measure(const qg_index *index, const qg_rect *extra, int32_t n_
     }
     if (bound < elem)
         bound = elem;
+    // The world a little wider than the elements' box: the box of a sample
+    // (or of the first few hundred elements) misses the sides by about
+    // extent / sample, and a tree that does not re-fit for a few percent
+    // outside would pile them into its border cells (measured: the level
+    // quadtree 15-20% slower from a bare box at 200,000 agents).
+    if (w.max_x > w.min_x && w.max_y > w.min_y) {
+        const double f = fmin(0.125, 2.0 / sqrt((double)total));
+        const float px = (float)(f * qg_extent(w.min_x, w.max_x)), py = (float)(f * qg_extent(w.min_y, w.max_y));
+        const qg_rect p = {w.min_x - px, w.min_y - py, w.max_x + px, w.max_y + py};
+        if (isfinite(p.min_x) && isfinite(p.min_y) && isfinite(p.max_x) && isfinite(p.max_y))
+            w = p;
+    }
     // A world of one point (every element in one spot) gets an extent.
     if (!(w.max_x > w.min_x) || !(w.max_y > w.min_y)) {
         const float pad = fmaxf(elem, fmaxf(fmaxf(fabsf(w.min_x), fabsf(w.min_y)) * 1e-6f, 1e-30f));
@@ -138,14 +157,25 @@ static bool tune_measure(const qg_index *index, const qg_rect *extra, int32_t n_
     return true;
 }
 
-/// True when `want` is 2x or more from `now` either way (or nothing is in
-/// force yet).
-static bool off(float now, float want)
+/// A trees' learned size must differ this much: their setting, the depth,
+/// moves in steps of 2x, and a size 1.5x off already sits a level from
+/// where a fresh tree would put it (measured: the loose quadtree 1.36x its
+/// fresh tuning with the size 1.8x off after `grow`).
+#define QG_TUNE_RATIO_TREE 1.5f
+
+/// True when `want` is `ratio` or more from `now` either way (or nothing is
+/// in force yet).
+static bool off_by(float now, float want, float ratio)
 {
     if (!(now > 0.0f))
         return true;
     const float r = want / now;
-    return r >= QG_TUNE_RATIO || r <= 1.0f / QG_TUNE_RATIO;
+    return r >= ratio || r <= 1.0f / ratio;
+}
+
+static bool off(float now, float want)
+{
+    return off_by(now, want, QG_TUNE_RATIO);
 }
 
 static bool world_off(qg_rect now, qg_rect want)
@@ -158,12 +188,19 @@ static bool tune_differs(const qg_index *index, const qg_tune *t, const tune_lea
 {
     switch (t->real->kind) {
     case QG_POINT_GRID:
-        return off(t->bound, L->bound);
+        // Boxes past level 0's bound go to level 1, whose cells are 4x as
+        // wide: a bound even a little under the typical box is a cliff
+        // (measured: `grow` ends 1.76x past a bound learned on its way,
+        // 4.7x slower than a fresh tuning), so past it by 1% re-tunes; a
+        // bound 2x too large costs what it costs the other grids.
+        return !(t->bound > 0.0f) || L->bound > 1.01f * t->bound || L->bound < t->bound / QG_TUNE_RATIO;
     case QG_GRID:
     case QG_MULTI_GRID:
         return off(t->elem, L->elem) || world_off(index->config.bounds, L->world);
-    default:
+    case QG_LOOSE_GRID:
         return off(t->elem, L->elem);
+    default: // the trees
+        return off_by(t->elem, L->elem, QG_TUNE_RATIO_TREE);
     }
 }
 
@@ -174,7 +211,9 @@ static bool tune_config(const qg_index *index, const qg_tune *t, const tune_lear
     *c = index->config;
     c->bounds = L->world;
     c->element_size = L->elem;
-    c->max_element_size = t->real->kind == QG_POINT_GRID ? L->bound : 0.0f;
+    // The point grid's bound with a sixteenth of headroom: a sample's 97th
+    // percentile drifts by a few percent from frame to frame.
+    c->max_element_size = t->real->kind == QG_POINT_GRID ? L->bound * QG_TUNE_HEADROOM : 0.0f;
     c->cell_size = 0.0f;
     c->max_depth = 0;
     if (t->real->kind == QG_BUCKET_QUADTREE)
@@ -288,7 +327,7 @@ static void tune_perform(qg_index *index, const qg_rect *extra, int32_t n_extra)
         return;
     if (tune_rebuild(index, &c) == QG_OK) {
         t->elem = L.elem;
-        t->bound = L.bound;
+        t->bound = c.max_element_size > 0.0f ? c.max_element_size : L.bound;
         t->retunes++;
         t->backoff = QG_TUNE_EVERY;
     } else {
