@@ -136,9 +136,13 @@ typedef struct qg_config {
     /// the first qg_cleanup or qg_insert_many with 256 or more of them, again
     /// when their number doubled or halved and every 16 qg_cleanup calls (a
     /// sample of 256 boxes), and rebuilds its structure with the learned
-    /// sizes (and, for the grids, world) when they differ 2x or more from the
-    /// ones in force. cell_size and max_depth are then chosen from the
-    /// learned sizes; leaf_capacity is kept.
+    /// sizes (and, for the grids, world) when they differ from the ones in
+    /// force by 2x or more (trees: 1.5x; QG_POINT_GRID: its boxes pass its
+    /// size bound, or fall under half of it). cell_size and max_depth are
+    /// then chosen from the learned sizes; leaf_capacity is kept. Not while
+    /// the index has static elements, filters or events (qg_set_static,
+    /// qg_set_filter, qg_pair_events): it keeps the sizes it has then.
+    /// docs/tuning.md says what each kind learns.
     bool fixed_sizes;
 } qg_config;
 

@@ -7,11 +7,17 @@
 // sides and their bounding box) at the first qg_cleanup or qg_insert_many
 // with QG_TUNE_MIN or more of them, when their number doubled or halved
 // since the last measure (qg_insert looks too, with one compare), and every
-// QG_TUNE_EVERY cleanups from a strided sample. When the learned sizes (and,
-// for the grids, which wrap around a torus, the world) differ 2x or more
-// from those in force, the kind is rebuilt with a config made from them:
+// QG_TUNE_EVERY cleanups from a sample. When the learned sizes (and, for
+// the grids, which wrap around a torus, the world) differ from those in
+// force (2x; trees 1.5x; the point grid: its boxes pass its bound), the kind
+// is rebuilt with a config made from them:
 // base slots and handles untouched, the kind's part built anew beside the
 // old one and swapped in only when every allocation succeeded.
+//
+// Not while index->engine exists (static elements, filters, events): its
+// layers and caches keep what the kind was when they were made (the fat
+// layer's and static caches' cell sizes), so an index that uses them keeps
+// the sizes it had; qg_insert stops looking then.
 //
 // qg_cleanup never allocates: it only marks the re-tune pending, by pointing
 // index->klass at the tune's copy of the kind's table whose move_one
