@@ -9,7 +9,8 @@
 //   what each kind's configure() already turns into its layout: the trees'
 //   depth (smallest cell a little over it), the grids' cells (6 of it), the
 //   loose grid's cells (10 of it). bucket_quadtree, whose configure ignores
-//   element_size, gets the same depth rule as the other trees.
+//   element_size, gets the same depth rule as the other trees. The level
+//   quadtree is given the 97th percentile instead (see tune_config).
 // - the point grid's max_element_size: the 97th percentile side, plus a
 //   sixteenth (the bench's hand tuning is the largest ordinary box; a few
 //   boxes 16x larger go to coarser levels, which is what those levels are
