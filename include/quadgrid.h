@@ -139,7 +139,8 @@ typedef struct qg_config {
     /// sizes (and, for the grids, world) when they differ from the ones in
     /// force by 2x or more (trees: 1.5x; QG_POINT_GRID: its boxes pass its
     /// size bound, or fall under half of it). cell_size and max_depth are
-    /// then chosen from the learned sizes; leaf_capacity is kept. Not while
+    /// then chosen from the learned sizes; leaf_capacity and a max_depth
+    /// the user set are kept. Not while
     /// the index has static elements, filters or events (qg_set_static,
     /// qg_set_filter, qg_pair_events): it keeps the sizes it has then.
     /// docs/tuning.md says what each kind learns.

@@ -212,6 +212,8 @@ static bool tune_config(const qg_index *index, const qg_tune *t, const tune_lear
     c->max_depth = 0;
     if (t->real->kind == QG_BUCKET_QUADTREE)
         c->max_depth = qg_tree_depth_for(qg_tree_extent(L->world), L->elem, QG_TREE_BITS);
+    if (t->user_depth > 0)
+        c->max_depth = t->user_depth;
     return t->real->configure(c) == QG_OK;
 }
 
@@ -378,6 +380,7 @@ void qg_tune_hint(qg_index *index, const qg_config *user)
     // What the user's values say is in force; 0 = nothing said (the first
     // measure re-tunes).
     const qg_config *c = &index->config;
+    t->user_depth = user->max_depth;
     switch (t->real->kind) {
     case QG_POINT_GRID:
         t->bound = user->max_element_size > 0.0f || user->element_size > 0.0f || user->cell_size > 0.0f

@@ -50,6 +50,9 @@ typedef struct qg_tune {
     /// In force: the typical element size the layout was chosen for, and the
     /// point grid's finest level bound.
     float elem, bound;
+    /// A max_depth the user set: kept through re-tunes (a bound, as the
+    /// trees' re-fits keep it).
+    int32_t user_depth;
 } qg_tune;
 
 /// Gives the index its tune state (none for brute_force or fixed_sizes).
