@@ -100,11 +100,15 @@ typedef struct qg_allocator {
     void *user;
 } qg_allocator;
 
-/// Configuration of a new index. Start from qg_default_config, set bounds,
-/// tune the rest if you like.
+/// Configuration of a new index. qg_default_config alone is a fast index:
+/// every kind (QG_BRUTE_FORCE aside) learns its sizes and world from the
+/// elements it holds (docs/tuning.md). A value set here is where the index
+/// starts, a hint it corrects when its elements show it 2x or more off,
+/// unless fixed_sizes holds the values exactly.
 typedef struct qg_config {
     qg_kind kind;
-    /// The world, as a hint: boxes partly or wholly outside it are stored,
+    /// The world, as a hint (all zero: no hint; the index starts at
+    /// [0,1024]^2 and learns it): boxes partly or wholly outside it are stored,
     /// found and paired like the others at about the same cost, and bounds
     /// far larger than the elements' spread do not slow an index down. Trees
     /// and the point grid re-fit their world to the elements (in qg_cleanup,
@@ -112,7 +116,8 @@ typedef struct qg_config {
     /// allocate); grids wrap cells around (a torus). Any finite values with
     /// min < max on both axes, up to +-FLT_MAX and down to tiny extents.
     qg_rect bounds;
-    /// Typical element width; 0 = choose from bounds. Tunes depth and cell size.
+    /// Typical element width; 0 = learn it (the median of the elements'
+    /// larger sides). Tunes depth and cell size.
     float element_size;
     /// QG_POINT_GRID: the largest width and height of its finest size level.
     /// A larger box goes to a coarser level (each level's bound 4 times the
@@ -133,10 +138,26 @@ typedef struct qg_config {
     /// more then ask for transparent huge pages (madvise, a hint: fewer TLB
     /// misses on the big arrays every query reads at random).
     qg_allocator allocator;
+    /// True: hold element_size, max_element_size, max_depth, cell_size and
+    /// the bounds exactly as given (0 still means the kind's fixed default
+    /// from the bounds); the index never re-tunes. False (the default): the
+    /// sizes given are starting hints; the index measures its elements at
+    /// the first qg_cleanup or qg_insert_many with 256 or more of them, again
+    /// when their number doubled or halved and every 16 qg_cleanup calls (a
+    /// sample of 256 boxes), and rebuilds its structure with the learned
+    /// sizes (and, for the grids, world) when they differ from the ones in
+    /// force by 2x or more (trees: 1.5x; QG_POINT_GRID: its boxes pass its
+    /// size bound, or fall under half of it). cell_size and max_depth are
+    /// then chosen from the learned sizes; leaf_capacity and a max_depth
+    /// the user set are kept. Not while
+    /// the index has static elements, filters or events (qg_set_static,
+    /// qg_set_filter, qg_pair_events): it keeps the sizes it has then.
+    /// docs/tuning.md says what each kind learns.
+    bool fixed_sizes;
 } qg_config;
 
-/// Defaults for a kind: bounds [0,1024]^2, everything else "choose for me".
-/// The caller sets .bounds and may tune the rest.
+/// Defaults for a kind: bounds all zero (no hint), sizes 0 (learn them),
+/// fixed_sizes false. Nothing else needs setting.
 QG_API qg_config qg_default_config(qg_kind kind);
 
 /// Creates an index. On success *out is the index and QG_OK is returned; on
@@ -223,6 +244,17 @@ typedef struct qg_stats {
     size_t memory_bytes;
     /// nodes/leaves: cells for grids.
     int32_t elements, nodes, leaves, max_depth_reached;
+    /// What is in force (learned, or as configured): the typical element
+    /// width, the size bound (QG_POINT_GRID's finest level; the others: the
+    /// element size the layout was chosen for), the cell width (grids; 0 for
+    /// trees) or the maximum depth (trees; 0 for grids), and the world the
+    /// structure was laid out for (trees and the point grid re-fit it further
+    /// as elements spread).
+    float element_size, size_bound, cell_size;
+    int32_t max_depth;
+    qg_rect world;
+    /// Re-tunes (rebuilds with learned sizes) this index has made.
+    int32_t retunes;
 } qg_stats;
 
 /// Reads the stats (all zero for NULL).

@@ -1,6 +1,10 @@
 // QG_BUCKET_QUADTREE: the classic bucket quadtree (seed 002), the textbook
 // baseline the README compares the other kinds against.
 //
+// - Learning (issue 32, tune.c): its depth, BQ_DEFAULT_DEPTH whatever the
+//   config's element_size, becomes the other trees' rule for the learned
+//   median larger side (deepest level whose cells are at least that wide);
+//   the world is the elements' bounding box.
 // - Each node has a bucket of elements. A leaf whose bucket is full
 //   (leaf_capacity elements, default 32) splits into 4 equal quadrants when
 //   the next element arrives, unless it is at max_depth (default 5).

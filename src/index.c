@@ -3,6 +3,7 @@
 // are managed here, so every kind gets handle checks, qg_get and qg_count for
 // free and cannot get them wrong.
 #include "engine/engine.h"
+#include "tune.h"
 
 /// The table of kinds and their names, indexed by qg_kind (QG_KIND_LIST).
 #define KIND_CLASS_(NAME, name, summary) [QG_##NAME] = &qg_##name##_class,
@@ -50,8 +51,7 @@ qg_config qg_default_config(qg_kind kind)
     qg_config c;
     memset(&c, 0, sizeof c);
     c.kind = kind;
-    c.bounds = (qg_rect){0.0f, 0.0f, 1024.0f, 1024.0f};
-    return c;
+    return c; // bounds all zero: no hint
 }
 
 bool qg_kind_available(qg_kind kind)
@@ -66,7 +66,11 @@ qg_status qg_create(const qg_config *config, qg_index **out)
     *out = NULL;
     if (config == NULL || !qg_kind_available(config->kind))
         return QG_ERR_INVALID;
-    const qg_rect b = config->bounds;
+    qg_rect b = config->bounds;
+    // All zero: no hint; the index starts at [0,1024]^2 and learns its world.
+    const bool no_bounds = b.min_x == 0.0f && b.min_y == 0.0f && b.max_x == 0.0f && b.max_y == 0.0f;
+    if (no_bounds)
+        b = (qg_rect){0.0f, 0.0f, 1024.0f, 1024.0f};
     // Any finite bounds: an extent past FLT_MAX (bounds [-3e38, 3e38]) is
     // fine, every kind computes extents in double (qg_rect_extent).
     if (!box_valid(b) || !(b.min_x < b.max_x) || !(b.min_y < b.max_y))
@@ -78,6 +82,7 @@ qg_status qg_create(const qg_config *config, qg_index **out)
         return QG_ERR_INVALID; // user data without a function is a mistake
     const qg_kind_class *klass = kind_classes[config->kind];
     qg_config resolved = *config;
+    resolved.bounds = b;
     qg_status s = klass->configure(&resolved);
     if (s != QG_OK)
         return s;
@@ -93,11 +98,14 @@ qg_status qg_create(const qg_config *config, qg_index **out)
     index->config = resolved;
     index->free_head = -1;
     s = klass->init(index);
+    if (s == QG_OK && (s = qg_tune_create(index)) != QG_OK)
+        klass->destroy(index);
     if (s != QG_OK) {
         alloc = index->alloc;
         qg_mem_free(&alloc, index, klass->size);
         return s;
     }
+    qg_tune_hint(index, config);
     *out = index;
     return QG_OK;
 }
@@ -106,6 +114,7 @@ void qg_destroy(qg_index *index)
 {
     if (index == NULL)
         return;
+    qg_tune_destroy(index);
     index->klass->destroy(index);
     qg_engine_destroy(index);
     qg_array_free(&index->alloc, (void **)&index->boxes, &index->box_capacity, sizeof(qg_rect));
@@ -117,6 +126,8 @@ qg_handle qg_insert(qg_index *index, qg_rect box)
 {
     if (index == NULL || !box_valid(box))
         return QG_ERR_INVALID;
+    if (qg_tune_due(index))
+        qg_tune_insert(index);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     const bool reuse = index->free_head >= 0;
@@ -224,12 +235,14 @@ void qg_cleanup(qg_index *index)
     if (index->engine != NULL)
         qg_engine_cleanup(index, NULL);
     index->klass->cleanup(index);
+    qg_tune_cleanup(index);
 }
 
 void qg_clear(qg_index *index)
 {
     if (index == NULL)
         return;
+    qg_tune_clear(index);
     index->klass->clear(index);
     if (index->engine != NULL)
         qg_engine_clear(index);
@@ -313,6 +326,7 @@ qg_stats qg_get_stats(const qg_index *index)
     s.memory_bytes = index->alloc.bytes;
     s.elements = index->count;
     index->klass->stats(index, &s);
+    qg_tune_stats(index, &s);
     if (index->engine != NULL)
         qg_engine_stats(index, &s);
     return s;
@@ -355,7 +369,7 @@ qg_status qg_validate(const qg_index *index)
     const int32_t layered = qg_engine_held(index);
     if (free_count != index->box_high - live - layered)
         return QG_ERR_INVALID;
-    size_t bytes = index->klass->size + (size_t)index->box_capacity * sizeof(qg_rect);
+    size_t bytes = index->klass->size + (size_t)index->box_capacity * sizeof(qg_rect) + qg_tune_bytes(index);
     if (index->engine != NULL) {
         for (int32_t h = index->free_head; h >= 0; h = slot_next_free(index, h))
             if (qg_engine_in_layer(index, h))
@@ -545,6 +559,8 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
         return QG_ERR_INVALID;
     if (n == 0)
         return QG_OK;
+    if (qg_tune_pending(index))
+        qg_tune_perform_pending(index);
     // A kind that checks the moves in its own first pass saves one.
     if (index->klass->move_many_checked != NULL && index->engine == NULL &&
         (jobs == NULL || jobs->worker_count <= QG_CHECK_PARTS))
@@ -591,6 +607,7 @@ void qg_cleanup_parallel(qg_index *index, const qg_jobs *jobs)
         index->klass->cleanup_parallel(index, jobs);
     else
         index->klass->cleanup(index);
+    qg_tune_cleanup(index);
 }
 
 /* ---- Bulk insert -------------------------------------------------------- */
@@ -619,6 +636,7 @@ qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_ha
             return QG_ERR_INVALID;
     if (n == 0)
         return QG_OK;
+    qg_tune_insert_many(index, boxes, n);
     int32_t reusable = 0;
     for (int32_t h = index->free_head; h >= 0 && reusable < n; h = slot_next_free(index, h))
         reusable++;

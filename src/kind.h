@@ -37,6 +37,8 @@ struct qg_index {
     /// Static elements, filters and events (engine.c); NULL until the first
     /// call that needs them, so an index that never uses them pays nothing.
     struct qg_engine *engine;
+    /// Learning and re-tuning (tune.h); NULL for brute_force and fixed_sizes.
+    struct qg_tune *tune;
 };
 
 /// The functions a kind serves (Chipmunk's cpSpatialIndexClass). Every

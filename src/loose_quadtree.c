@@ -1,6 +1,8 @@
 // QG_LOOSE_QUADTREE: the loose quadtree of "Efficient Quadtrees" (seed 003,
 // part 4).
 //
+// - Learning (issue 32, tune.c): as QG_QUADTREE: element_size = the median
+//   larger side sets max_depth; the world is the elements' bounding box.
 // - A node is 20 bytes, as in the text: its loose box (float rect[4]) and
 //   `children`, negative for a branch (minus the first of its 4 contiguous
 //   children) and non-negative for a leaf (its first element + 1; 0 is an

@@ -1,4 +1,9 @@
 // QG_QUADTREE: the tight quadtree of "Efficient Quadtrees" (seed 003, part 1).
+// - Learning (issue 32, tune.c): from qg_default_config it learns
+//   element_size (the median of the elements' larger sides), which sets
+//   max_depth as a given one would (smallest cell a little over it), and its
+//   world (their bounding box; the re-fits below keep following it). A re-tune
+//   rebuilds the tree when the median moved 2x from the one in force.
 //
 // - A node is 8 bytes: first_child (a branch's first child, or a leaf's first
 //   element block) and count (-1 for a branch). Only the root box is stored;

@@ -124,8 +124,10 @@ static void test_default_config(void **state)
     for (int k = 0; k < QG_KIND_COUNT; k++) {
         qg_config c = qg_default_config((qg_kind)k);
         assert_int_equal(c.kind, k);
+        /* bounds all zero: no hint (issue 32); nothing to set, sizes learned */
         assert_true(c.bounds.min_x == 0 && c.bounds.min_y == 0);
-        assert_true(c.bounds.max_x == 1024 && c.bounds.max_y == 1024);
+        assert_true(c.bounds.max_x == 0 && c.bounds.max_y == 0);
+        assert_false(c.fixed_sizes);
         assert_true(c.element_size == 0);
         assert_true(c.max_element_size >= 0);
         assert_int_equal(c.max_depth, 0);
@@ -261,7 +263,7 @@ static void test_create_bad_config(void **state)
     expect_create_invalid(&c, "empty bounds in x");
     c.bounds = tu_rect(0, 5, 10, 5);
     expect_create_invalid(&c, "empty bounds in y");
-    c.bounds = tu_rect(0, 0, 0, 0);
+    c.bounds = tu_rect(5, 5, 5, 5);
     expect_create_invalid(&c, "point bounds");
     c.bounds = tu_rect(10, 0, 0, 10);
     expect_create_invalid(&c, "inverted bounds in x");

@@ -227,6 +227,7 @@ static void test_depth_for(void **state)
     assert_int_equal(qg_tree_depth_for(2.0 * FLT_MAX, 5, QG_TREE_BITS), QG_TREE_BITS);
     assert_int_equal(qg_tree_depth_for(1e-30, 5, QG_TREE_BITS), 1);
     qg_config c = qg_default_config(QG_QUADTREE);
+    c.bounds = (qg_rect){0, 0, 1024, 1024}; /* the default's are zero: no hint (issue 32) */
     assert_int_equal(qg_tree_chosen_depth(&c, 8, QG_TREE_BITS), 8);
     c.element_size = 10;
     assert_int_equal(qg_tree_chosen_depth(&c, 8, QG_TREE_BITS), 6);

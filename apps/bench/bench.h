@@ -26,7 +26,7 @@
 #include "rays.h"
 #include "workload.h"
 
-typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT, W_RAYS, W_KNN, W_LEVEL } workload;
+typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT, W_RAYS, W_KNN, W_LEVEL, W_KNOBS } workload;
 typedef enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV } out_format;
 
 typedef struct options {
@@ -45,6 +45,7 @@ typedef struct options {
     int32_t threads;      /* --threads: workers for quadgrid's parallel calls */
     const qg_jobs *jobs;  /* the pool's job system when threads > 1, else NULL */
     bench_setup tune; /* element sizes and quadgrid tuning; bounds/n set per run */
+    const char *knob_scenes; /* knobs: --scene, a comma list */
 } options;
 
 /* Frames 1-3 after the build warm caches and let lazy structures settle. */
@@ -111,6 +112,9 @@ typedef struct hit_sum {
     int32_t query;
     uint64_t hits, checksum;
 } hit_sum;
+
+/* knobs.c: every kind from defaults and bounds-only beside its hand tuning. */
+int bench_knobs(const char *kinds, const char *scenes, int32_t n, int frames, bool json);
 
 /* ---- The functions the workload files share ---------------------------- */
 

@@ -79,6 +79,9 @@ static void usage(FILE *f) {
           "  level    a static 40% tile map (about 0.4 N tiles, static) and N/25 agents\n"
           "           crossing it; every pair but tile-tile each frame (--events: the\n"
           "           overlap events instead, qg_pair_events; fields began, ended)\n"
+          "  knobs    every kind from qg_default_config and bounds-only beside its best hand\n"
+          "           tuning (docs/tuning.md); --scene small,tiny,large,mixed,grow,gather,arrive\n"
+          "           (default all), --n (default 200000), --frames (default 10), --json\n"
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
           "  check    test the sort-and-sweep reference against plain loops\n"
@@ -86,6 +89,8 @@ static void usage(FILE *f) {
           "           the index's bytes at each, per kind\n"
           "options:\n"
           "  --kind K[,K...]|all  quadgrid kinds and peers (default all; --list shows them)\n"
+          "  --config C           what quadgrid is told: default (qg_default_config alone,\n"
+          "                       the default), bounds (the bounds only), tuned (bounds and sizes)\n"
           "  --n N                elements (agents/mixed/sparse/scenes/level 100000, static/insert 1000000)\n"
           "  --frames F           measured frames after 3 warm-up frames (default 60, scenes 10)\n"
           "  --age F              agents, mixed, scenes, level: F more unmeasured frames before the measured\n"
@@ -177,7 +182,8 @@ static int run_one(const options *o, const bench_peer *p, bool from_all) {
         return bench_rays_run(&(bench_rays_options){o->wl == W_KNN, o->n, o->queries, o->repeat, o->verify,
                                                     (int)o->format, &o->tune}, p);
     case W_CHECK:
-    case W_SCENES: break;
+    case W_SCENES:
+    case W_KNOBS: break;
     }
     return 1;
 }
@@ -343,6 +349,7 @@ int main(int argc, char **argv) {
     else if (strcmp(wl, "rays") == 0) o.wl = W_RAYS;
     else if (strcmp(wl, "knn") == 0) o.wl = W_KNN;
     else if (strcmp(wl, "level") == 0) o.wl = W_LEVEL;
+    else if (strcmp(wl, "knobs") == 0) o.wl = W_KNOBS;
     else {
         note("unknown workload '%s'", wl);
         usage(stderr);
@@ -374,8 +381,17 @@ int main(int argc, char **argv) {
             ok = val && parse_int(val, 0, &o.tune.max_depth), have_tune = true;
         else if (strcmp(arg, "--leaf-capacity") == 0)
             ok = val && parse_int(val, 0, &o.tune.leaf_capacity), have_tune = true;
+        else if (strcmp(arg, "--scene") == 0 && o.wl == W_KNOBS)
+            ok = val != NULL, o.knob_scenes = val;
         else if (strcmp(arg, "--scene") == 0)
             ok = val && (o.scene_mask = parse_scenes(val)) != 0, have_scene = true;
+        else if (strcmp(arg, "--config") == 0) {
+            ok = val != NULL;
+            if (ok && strcmp(val, "default") == 0) o.tune.config_mode = BENCH_CONFIG_DEFAULT;
+            else if (ok && strcmp(val, "bounds") == 0) o.tune.config_mode = BENCH_CONFIG_BOUNDS;
+            else if (ok && strcmp(val, "tuned") == 0) o.tune.config_mode = BENCH_CONFIG_TUNED;
+            else ok = false;
+        }
         else if (strcmp(arg, "--budget") == 0) {
             int32_t b = 0;
             ok = val && parse_int(val, 1, &b);
@@ -420,6 +436,12 @@ int main(int argc, char **argv) {
     if (o.wl == W_CHECK) {
         if (!have_frames) o.frames = 10;
         return run_check(&o);
+    }
+    if (o.wl == W_KNOBS) {
+        if (!have_n) o.n = 200000;
+        if (!have_frames) o.frames = 10;
+        return bench_knobs(o.kinds, o.knob_scenes ? o.knob_scenes : "small,tiny,large,mixed,grow,gather,arrive", o.n,
+                           o.frames, o.format == OUT_JSON);
     }
     if (have_age && o.wl != W_AGENTS && o.wl != W_MIXED && o.wl != W_DRIFT && o.wl != W_LEVEL &&
         o.wl != W_SCENES) {

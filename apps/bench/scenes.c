@@ -98,6 +98,7 @@ static int run_scene_impl(const options *o, const bench_peer *p, qgw_scene_id id
     setup.n = s.agents.n;
     setup.element_size = s.element_size;
     setup.max_element_size = s.max_element_size;
+    setup.config_mode = o->tune.config_mode;
     setup.jobs = o->jobs;
     const uint64_t start = qgw_now_ns();
     const uint64_t budget_ns = (uint64_t)(o->budget_s * 1e9);

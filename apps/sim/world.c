@@ -251,52 +251,11 @@ qg_kind world_default_kind(bool mixed_sizes) {
     return QG_KIND_COUNT;
 }
 
-// The k-th smallest of v[0..n) (0-based), reordering v (Hoare's selection).
-static float select_kth(float *v, int32_t n, int32_t k) {
-    int32_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = v[lo + (hi - lo) / 2];
-        int32_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot) i++;
-            while (v[j] > pivot) j--;
-            if (i <= j) {
-                float t = v[i];
-                v[i] = v[j];
-                v[j] = t;
-                i++;
-                j--;
-            }
-        }
-        if (k <= j) hi = j;
-        else if (k >= i) lo = i;
-        else break;
-    }
-    return v[k];
-}
-
-// The half-size of the typical agent, for the index's size bound: the 99th
-// percentile, so that a few dragons do not size the point grid's cells (it
-// keeps larger boxes in coarser levels). 0 when out of memory.
-static float typical_max_h(const sim_world *w) {
-    if (w->n == 0) return 4.0f;
-    float *v = malloc((size_t)w->n * sizeof *v);
-    if (!v) return 0.0f;
-    memcpy(v, w->h, (size_t)w->n * sizeof *v);
-    float h = select_kth(v, w->n, (int32_t)((int64_t)(w->n - 1) * 99 / 100));
-    free(v);
-    return h;
-}
-
-// Builds an index with size bound 2*bound_h over every agent; on failure
-// nothing changes.
-static qg_status build_with_bound(sim_world *w, qg_kind kind, float bound_h, double sum_h) {
+// Builds an index over every agent; on failure nothing changes. It is told
+// the world and no sizes: every kind learns them from the agents (issue 32).
+static qg_status build_index(sim_world *w, qg_kind kind) {
     qg_config cfg = qg_default_config(kind);
-    cfg.kind = kind;
     cfg.bounds = (qg_rect){0.0f, 0.0f, w->size, w->size};
-    cfg.element_size = w->n ? (float)(2.0 * sum_h / w->n) : 5.0f;
-    // x+h minus x-h can round a little above 2h.
-    cfg.max_element_size = 2.0f * bound_h * 1.001f + 0.01f;
     qg_index *ix = NULL;
     qg_status st = qg_create(&cfg, &ix);
     if (st != QG_OK) return st;
@@ -336,29 +295,13 @@ static qg_status build_with_bound(sim_world *w, qg_kind kind, float bound_h, dou
     qg_destroy(w->index);
     w->index = ix;
     w->kind = kind;
-    w->max_h = bound_h;
     // A new index: its first events report every pair as began.
     w->ncontacts = 0;
     return QG_OK;
 }
 
 qg_status world_build_index(sim_world *w, qg_kind kind) {
-    float max_h = 0.0f;
-    double sum_h = 0.0;
-    for (int32_t i = 0; i < w->n; i++) {
-        max_h = fmaxf(max_h, w->h[i]);
-        sum_h += w->h[i];
-    }
-    if (max_h <= 0.0f) max_h = 4.0f;
-    // The size bound comes from the typical agent, not the largest: a kind
-    // that takes any box (the point grid puts larger ones in coarser levels)
-    // keeps the cells the crowd needs. A kind that refuses boxes past its
-    // bound (QG_ERR_CAPACITY) is built again for the largest box.
-    float typical_h = typical_max_h(w);
-    if (!(typical_h > 0.0f)) return QG_ERR_NOMEM;
-    qg_status st = build_with_bound(w, kind, typical_h, sum_h);
-    if (st == QG_ERR_CAPACITY && max_h > typical_h) st = build_with_bound(w, kind, max_h, sum_h);
-    return st;
+    return build_index(w, kind);
 }
 
 // Clamps agent i into the world and turns its velocity back inwards.

@@ -30,7 +30,6 @@ typedef struct sim_world {
 
     qg_index *index;
     qg_kind kind;
-    float max_h;         // the size bound the index was given: boxes up to 2*max_h wide
                          // (the typical agent; kinds that take any box take dragons too)
 
     // Colliding pairs of the current frame as (lo agent << bits | hi agent).

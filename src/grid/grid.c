@@ -2,6 +2,10 @@
 // "grid"). The structure and its operations live in
 // rows.h, shared with QG_MULTI_GRID:
 //
+// - Learning (issue 32, tune.c): element_size = the median larger side of its
+//   elements (cells GR_CELL_PER_ELEMENT of it, as for a given one) and its
+//   world = their bounding box (the torus' size); a re-tune rebuilds when
+//   either moved 2x from what is in force.
 // - 4-byte cells: the int32 head of a singly-linked index list, -1 = empty.
 // - An element is stored once (the base's box array) and has an element node
 //   in every cell its box overlaps, up to GR_BOX_CELLS (64 x 64) cells; a box

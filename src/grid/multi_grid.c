@@ -1,6 +1,8 @@
 // QG_MULTI_GRID: a fine grid plus coarse occupancy levels kept as a
 // hierarchical bitset (docs/kinds.md, "multi_grid").
 //
+// - Learning (tune.c): as QG_GRID: the fine cell is GR_CELL_PER_ELEMENT
+//   learned median sides; the world the elements' box.
 // - The finest grid stores the elements exactly as QG_GRID does (rows.h:
 //   4-byte cells, row-based free-listed node arrays, NULL empty rows, rows
 //   shrunk by qg_cleanup when they hold far more node slots than nodes, a

@@ -1,5 +1,8 @@
 // QG_LOOSE_GRID: the loose/tight double grid of seed 003, part 5.
 //
+// - Learning (issue 32, tune.c): element_size = the median larger side of
+//   its elements: loose cells LG_CELL_WIDTHS of it, margins half of it; the
+//   world keeps following the elements (world.c).
 // - Loose cells are {int32 head; float l, t, r, b}: 20 bytes. An element is
 //   inserted once, into the loose cell holding its centre, and the loose
 //   cell's box grows to contain it ("each element only needs to be inserted

@@ -188,8 +188,16 @@ static qg_status point_grid_insert_many(qg_index *index, qg_txn *txn, const qg_h
         top = h > top ? h : top;
         more[pg_level_of(g, index->boxes[h])]++;
     }
+    // Every slot below box_high gets a byte, free ones PG_HB_NONE: a re-tune's
+    // rebuild (tune.c) inserts into a fresh grid whose free slots never had
+    // one (the re-sorts read every slot's byte).
+    const int32_t had = g->hb_capacity;
+    if (top < index->box_high - 1)
+        top = index->box_high - 1;
     if (!qg_txn_reserve(txn, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), (int64_t)top + 1))
         return QG_ERR_NOMEM;
+    if (g->hb_capacity > had)
+        memset(g->hb + had, PG_HB_NONE, (size_t)(g->hb_capacity - had));
     for (int32_t k = 0; k < PG_LEVELS; ++k) {
         const pg_level *L = &g->level[k];
         if (more[k] > 0 && (!pg_reserve_level(g, txn, k, (int32_t)(more[k] + pg_tail_room(L->count + (int32_t)more[k]))) ||

@@ -1,6 +1,13 @@
 // QG_POINT_GRID: the uniform upper-bound grid of "Dirty Trick: Uniform Sizes"
 // (seed 003, part 6), in size levels, over a world that follows its elements.
 //
+// - Learning (issue 32, tune.c): max_element_size = the 97th percentile of
+//   its elements' larger sides plus a sixteenth (level 0 takes 97% of them;
+//   the bench's hand tuning is the largest ordinary box, and a few 16x
+//   larger go to coarser levels, which cost little), cells six of it; the
+//   world keeps following the elements (world.c). A re-tune rebuilds when
+//   the percentile passes that bound (a bound under the boxes sends them to
+//   level 1, 4x coarser: a cliff) or falls under half of it.
 // Sizes: levels, not a limit.
 // - config.max_element_size is the bound of level 0, the finest. Level k's
 //   bound is 4^k times it, up to PG_LEVELS - 1, whose bound is infinite. A

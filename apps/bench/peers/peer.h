@@ -29,7 +29,13 @@ typedef struct bench_setup {
     /// `--threads`: the job system the implementation may spread its work
     /// over (NULL = one thread). Only quadgrid uses it; peers run on one.
     const qg_jobs *jobs;
+    /// `--config`: what quadgrid's config is given: BENCH_CONFIG_DEFAULT
+    /// (qg_default_config alone: the kind learns everything), _BOUNDS (the
+    /// bounds only), _TUNED (bounds and the sizes above). Peers ignore it.
+    int config_mode;
 } bench_setup;
+
+enum { BENCH_CONFIG_DEFAULT = 0, BENCH_CONFIG_BOUNDS = 1, BENCH_CONFIG_TUNED = 2 };
 
 /// How index_bytes was obtained.
 typedef enum bench_bytes_how {

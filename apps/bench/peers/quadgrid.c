@@ -32,11 +32,14 @@ static bool fail(bench_impl *s, const char *what, qg_status st) {
     return false;
 }
 
-/* The index of a run: the kind's defaults with the bench's bounds and
- * tuning (every workload, level included, configures it the same way). */
+/* The index of a run: the kind's defaults, with the bench's bounds and
+ * tuning as --config says (default: nothing set; every workload, level
+ * included, configures it the same way). */
 static qg_status bench_index(const bench_setup *setup, const void *arg, qg_index **index) {
     qg_config cfg = qg_default_config(*(const qg_kind *)arg);
+    if (setup->config_mode == BENCH_CONFIG_DEFAULT) return qg_create(&cfg, index);
     cfg.bounds = setup->bounds;
+    if (setup->config_mode == BENCH_CONFIG_BOUNDS) return qg_create(&cfg, index);
     cfg.element_size = setup->element_size;
     cfg.max_element_size = setup->max_element_size;
     cfg.max_depth = setup->max_depth;
