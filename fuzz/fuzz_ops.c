@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: a byte string becomes a sequence of operations run on one
 // kind and on the brute-force oracle side by side; any difference in answers,
 // statuses or invariants aborts. The first byte picks the kind, so one target

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// quadgrid: 2D spatial indexes for collision detection (the broad phase).
 ///
 /// One header, one interface, several index kinds. Every kind gives exactly the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Line and branch coverage of src/ by the test suite (gcc --coverage, gcovr).
 #
 # Builds the library and the tests in BUILD_DIR (default build-coverage) at

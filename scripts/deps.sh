@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages named as arguments that are not installed yet.
 # Usage: scripts/deps.sh PKG...
 # Does nothing when all are present; otherwise apt-get update + install -y,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The first command on a fresh Debian machine: install what is missing, build
 # quadgrid-sim (Release, in build/), and run it for a few seconds on 100,000
 # agents, printing the summary and writing quadgrid-sim.png.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Do two threads on this machine slow each other down? Two threads each chase
 // pointers through their own 32 MB ring (memory-latency bound, like a pair
 // search at 1,000,000), alone and then together. Build: cc -O2 -pthread

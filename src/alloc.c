@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // madvise and MADV_HUGEPAGE are BSD/Linux extensions beyond POSIX.
 #if defined(__linux__)
 #define _DEFAULT_SOURCE 1

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The allocator wrapper every kind uses: counts the bytes an index holds and
 // provides the "grow first, then mutate" transaction that lets a call undo its
 // own growth when a later allocation fails.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_BRUTE_FORCE: the oracle. The base's slot array (every box, a free list of
 // handles) is the whole structure; queries and pairs are plain loops over it.
 // Every test compares the other kinds with this file, so it stays obviously

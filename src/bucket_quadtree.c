@@ -1,4 +1,5 @@
-// QG_BUCKET_QUADTREE: the classic bucket quadtree (seed 002), the textbook
+// SPDX-License-Identifier: MIT
+// QG_BUCKET_QUADTREE: the classic bucket quadtree (docs/kinds.md), the textbook
 // baseline the README compares the other kinds against.
 //
 // - Learning (issue 32, tune.c): its depth, BQ_DEFAULT_DEPTH whatever the

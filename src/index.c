@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The public calls: each checks its arguments once, then dispatches through
 // the kind's table. The base's element slots (boxes and the handle free list)
 // are managed here, so every kind gets handle checks, qg_get and qg_count for

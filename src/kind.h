@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The base of every index and the table of functions each kind serves.
 //
 // Data flows one way: public call (index.c) -> argument checks, done once ->

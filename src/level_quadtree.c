@@ -1,4 +1,5 @@
-// QG_LEVEL_QUADTREE: the "instant insertion" quadtree (seed 004).
+// SPDX-License-Identifier: MIT
+// QG_LEVEL_QUADTREE: the "instant insertion" quadtree (docs/kinds.md).
 //
 // - Learning (issue 32, tune.c): element_size = the 97th percentile of the
 //   elements' larger sides (a box sits in the deepest cell holding it whole:

@@ -1,5 +1,5 @@
-// QG_LOOSE_QUADTREE: the loose quadtree of "Efficient Quadtrees" (seed 003,
-// part 4).
+// SPDX-License-Identifier: MIT
+// QG_LOOSE_QUADTREE: the loose quadtree (docs/kinds.md).
 //
 // - Learning (issue 32, tune.c): as QG_QUADTREE: element_size = the median
 //   larger side sets max_depth; the world is the elements' bounding box.

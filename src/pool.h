@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Index free lists: the "array with holes" every kind uses, written once.
 //
 // An element node is one link of a singly-linked index list (a leaf's or a

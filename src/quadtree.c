@@ -1,4 +1,5 @@
-// QG_QUADTREE: the tight quadtree of "Efficient Quadtrees" (seed 003, part 1).
+// SPDX-License-Identifier: MIT
+// QG_QUADTREE: the tight quadtree (docs/kinds.md).
 // - Learning (issue 32, tune.c): from qg_default_config it learns
 //   element_size (the median of the elements' larger sides), which sets
 //   max_depth as a given one would (smallest cell a little over it), and its

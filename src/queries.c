@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ray casts and nearest neighbours: the public calls, their argument checks,
 // the exact tests every kind shares (qg_ray_box, qg_point_box_distance2),
 // and the forms a kind without its own traversal gets, built on its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the kinds' own ray casts and nearest searches share: the exact tests
 // (inline, so a traversal's inner loop pays no call), the callback protocol
 // of qg_raycast, and the bounded "k best so far" of qg_nearest.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // qg_thread_pool: the job system that ships with the library, for users
 // without one of their own. workers - 1 threads wait on a condition variable
 // between calls; the calling thread is worker 0 and works too, so a pool of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The cold half of tree_common.h: what the tree kinds run once per re-fit,
 // qg_get_stats, qg_visit or qg_validate (the re-fit scan, the depth-first
 // walk, level-by-level splitting, the free-block check). Out of line and

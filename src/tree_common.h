@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the four tree kinds (quadtree, loose_quadtree, level_quadtree,
 // bucket_quadtree) share, written once: the world a tree maps onto integer
 // coordinates and when to re-fit it, the conservative float-to-integer

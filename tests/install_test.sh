@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs the build into a temporary prefix and builds a small program
 # against it twice: with pkg-config, and with CMake's find_package. Both
 # programs must run and report correct results.

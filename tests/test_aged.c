@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Aged indexes, for one kind (argv[1]; ctest aged_<kind>), issue 17.
  *
  * The other tests mostly check an index soon after it was built. A running

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Unit tests of every public function, for one kind (argv[1]).
  *
  * Every index here uses a counting allocator, and after every call the test

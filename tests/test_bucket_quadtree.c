@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* QG_BUCKET_QUADTREE's own invariants, through the public header: a full
  * bucket splits, straddlers stay up, and removal merges eagerly. */
 #include "test_util.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The differential test: one kind (argv[1]) against QG_BRUTE_FORCE and
  * against an independent brute force over a plain array, over long random
  * operation sequences, every answer compared as a set.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What users rely on at the edges of the public API, for one kind
  * (argv[1]; ctest coverage_<kind>): the calls the other programs exercise
  * on their good paths, here on their refusals and corner cases, each with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Static elements, collision filters and overlap events (issue 18), for one
  * kind (argv[1]), against a plain model written here: every pair of live
  * boxes that overlap, are not both static and pass both filters; events as

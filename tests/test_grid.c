@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* QG_GRID's own invariants, through the public header: row memory given back
  * and taken again, moves inside a cell range that touch nothing, boxes
  * outside the bounds wrapping onto the torus, big boxes and the everywhere

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Hostile scale and hostile configurations, for one kind (argv[1]).
  *
  * - coincident: 1,000,000 boxes at one place (QG_TEST_SCALE scales it) answer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* QG_LEVEL_QUADTREE's own invariants, through the public header: every
  * level allocated up front, inserts allocate nothing but the per-element
  * link, boxes outside the world clamp onto its border cells (not the root),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* QG_LOOSE_GRID's own invariants, through the public header: loose boxes
  * grow on insert and move and shrink only in qg_cleanup (which never
  * allocates), visit reports tight cells and loose boxes that hold their

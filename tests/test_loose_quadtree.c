@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* QG_LOOSE_QUADTREE's own invariants, through the public header: one leaf
  * per element whatever its size, boxes shrink and branches collapse in
  * qg_cleanup. */

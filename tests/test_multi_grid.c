@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* QG_MULTI_GRID's own invariants, through the public header: the coarse
  * occupancy levels stay exact under churn (qg_validate checks every bit), a
  * large query on a sparse world looks at far fewer cells than QG_GRID with

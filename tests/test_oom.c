@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Fault injection, for one kind (argv[1]).
  *
  * A scripted run (create, ~300 mixed operations with splits, moves, removes,

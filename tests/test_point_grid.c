@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* QG_POINT_GRID's own invariants, through the public header: the size bound
  * and the levels past it, the defaults of max_element_size,
  * exact answers where the widened search meets float rounding (far from the

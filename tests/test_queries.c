@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Ray casts, nearest neighbours and bulk insert, for one kind (argv[1]),
  * against plain loops over the brute-force oracle's boxes: every ray's hit
  * set, its closest hit with ties, every nearest list in (distance2, handle)

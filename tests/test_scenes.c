@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The scene table (docs/scenes.md) at small sizes: one kind (argv[1]) against
  * QG_BRUTE_FORCE on every scene, frame by frame, with the configuration a
  * user would give (apps/common's qgw_scene_config). Every frame: the same

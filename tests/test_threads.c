@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Concurrent const calls, for one kind (argv[1]): four threads run qg_query,
  * qg_query_point, qg_raycast, qg_nearest and qg_pairs on one index at the same time, and every answer
  * must equal the single-threaded one. An index that keeps scratch state

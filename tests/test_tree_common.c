@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The helpers the tree kinds share (src/tree_common.h), tested directly:
  * every tree's exactness rests on its float-to-integer mapping being
  * conservative (a box's integer range covers the cell of every point in the

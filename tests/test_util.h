@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Shared helpers of the quadgrid tests: a checking, counting, fault-injecting
  * allocator and the loop over every failure point of a call; a seeded RNG;
  * growable result lists; an independent closed-box overlap test; snapshot

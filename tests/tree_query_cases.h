@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Hard cases for the tree kinds' own ray casts and nearest searches (issue
  * 13), shared by their test files: scenes built to sit on the trees' seams
  * (boxes exactly on cell boundaries, rays along them and through corners,

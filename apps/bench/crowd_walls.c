@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // quadgrid-crowd-walls: a crowd of agents with a few static walls, the scene
 // that decides where the engine's fat layer (src/fat_layer.h) is worth it.
 // Agents as in the `agents` workload (docs/workloads.md; their own

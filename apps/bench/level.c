@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The `level` workload's scene, reference and pair-set differences (see
  * level.h). Float arithmetic as the workload defines it: this file is built
  * with -ffp-contract=off (qg_warnings), as the shared generator is. */

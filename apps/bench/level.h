@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* quadgrid-bench level: a static tile map and the agents that cross it
  * (docs/workloads.md, section `level`). The scene, its reference, and
  * the pair-set difference that turns two frames' pairs into overlap events

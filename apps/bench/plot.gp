@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # total_ms per frame of the agents (or mixed) workload against N, one line per kind.
 if (!exists("workload")) workload = "agents"
 # Called by plot.sh with: datadir (one <kind>.dat per kind: "n total_ms"),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Sweeps the agents (or mixed) workload over N and plots total_ms per frame
 # against N.
 #

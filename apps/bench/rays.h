@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* quadgrid-bench rays and knn: segment casts and k nearest boxes over the
  * `static` boxes (docs/benchmarks.md, docs/workloads.md). */
 #ifndef QG_BENCH_RAYS_H

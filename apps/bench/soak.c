@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* quadgrid-bench soak: the `agents` and `mixed` workloads for many frames
  * with churn, checking that memory stays flat and answers stay exact.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* POSIX clocks and getrusage; glibc malloc introspection when available. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE 1

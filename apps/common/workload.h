@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// The standard workloads (agents, mixed, static, the bench's extra sparse
 /// layout, and the scenes of docs/scenes.md), shared by quadgrid-bench, quadgrid-sim and the tests so that every
 /// program feeds the indexes the same bits and can compare pair counts and

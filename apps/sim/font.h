@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A tiny 5x7 bitmap font for the overlay: enough for numbers, names and
 // labels. Lower case is drawn as upper case.
 #ifndef QG_SIM_FONT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // quadgrid-sim: agents moving and bouncing off each other, found through any
 // quadgrid index kind, timed, and drawn to a PNG, a video or a window.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writing frames out: one PNG (libpng) or a video (ffmpeg through a pipe).
 #ifndef QG_SIM_OUTPUT_H
 #define QG_SIM_OUTPUT_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A CPU rasterizer into a 32-bit framebuffer (0xAARRGGBB in a uint32_t, which
 // is B,G,R,A in memory on little-endian machines: what SDL's ARGB8888 textures
 // and ffmpeg's "bgra" input expect without a conversion).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // clock_gettime needs POSIX.
 #define _POSIX_C_SOURCE 200809L
 

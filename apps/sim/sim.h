@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What main.c (batch runs) and view.c (the window) share: one timed frame of
 // the simulation, and drawing a frame with its overlay.
 #ifndef QG_SIM_SIM_H

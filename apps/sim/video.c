@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // POSIX popen/pclose and access.
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The interactive window: the same simulation and rasterizer as the batch
 // runs, shown through an SDL2 streaming texture.
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The agents of quadgrid-sim and their collision response.
 //
 // Agents live in flat arrays (one array per field) so the per-frame loops

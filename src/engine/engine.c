@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Static elements, collision filters and overlap events (see engine.h for
 // where elements live and why).
 #include "engine.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Engine scenes: static elements, collision filters and overlap events, for
 // every kind at once (the kinds never see them).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fat layer (see fat_layer.h for what it holds and why it is exact).
 #include "engine.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The fat layer: the dynamic elements of an index with static ones, kept by
 // the engine instead of the kind, so a frame costs what moves (Box2D's
 // broad phase: fat boxes, and the pairs of fat boxes kept across frames,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Each dynamic element's static neighbours (see static_cache.h for why).
 #include "static_cache.h"
 

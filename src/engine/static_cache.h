@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Each dynamic element's static neighbours, kept from frame to frame, so a
 // frame's join of the moving elements against the static layer reads arrays
 // in order instead of the layer's cells (Box2D and Chipmunk keep a moving

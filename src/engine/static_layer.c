@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The static layer (see static_layer.h for the layout and why).
 #include "static_layer.h"
 

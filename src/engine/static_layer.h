@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The static layer: where static elements live once they have settled, out
 // of the kind's structure, so a frame's pair search walks only what moves.
 //

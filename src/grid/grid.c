@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_GRID: the uniform grid with row-based element lists (docs/kinds.md,
 // "grid"). The structure and its operations live in
 // rows.h, shared with QG_MULTI_GRID:

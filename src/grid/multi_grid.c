@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_MULTI_GRID: a fine grid plus coarse occupancy levels kept as a
 // hierarchical bitset (docs/kinds.md, "multi_grid").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_LOOSE_GRID: the kind's table and its structure calls: loose cells and
 // their links, inserts, removes and moves (with the re-fit they may run),
 // qg_cleanup's order of work, queries, stats, visit and validate. The

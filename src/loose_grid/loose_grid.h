@@ -1,4 +1,5 @@
-// QG_LOOSE_GRID: the loose/tight double grid of seed 003, part 5.
+// SPDX-License-Identifier: MIT
+// QG_LOOSE_GRID: the loose/tight double grid (docs/kinds.md).
 //
 // - Learning (issue 32, tune.c): element_size = the median larger side of
 //   its elements: loose cells LG_CELL_WIDTHS of it, margins half of it; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_LOOSE_GRID, the pair search: right after qg_cleanup, items streamed in
 // cell order against the loose cells near each cell (by adjacency or
 // through the tight cells); after changes, each element through the tight

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_LOOSE_GRID, the maintenance passes: qg_cleanup's in-place re-sort of
 // the items by loose cell, the shrink of the loose boxes and the relink of
 // the tight cells (never allocating), and the re-fit of the world to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_POINT_GRID, the pair search: within a level, each listed element
 // against the later slots of its cell, the next cell and the three cells
 // below (one element at a time here; sixteen at a time in pairs_avx2.c),

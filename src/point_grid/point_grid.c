@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_POINT_GRID: the kind's table and its structure calls: inserts, removes
 // and moves through the levels' tails and home cells, qg_cleanup's choice
 // between refresh and re-sort, queries, stats, visit and validate. The

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 // QG_POINT_GRID: the uniform upper-bound grid of "Dirty Trick: Uniform Sizes"
-// (seed 003, part 6), in size levels, over a world that follows its elements.
+// (docs/kinds.md), in size levels, over a world that follows its elements.
 //
 // - Learning (issue 32, tune.c): max_element_size = the 97th percentile of
 //   its elements' larger sides plus a sixteenth (level 0 takes 97% of them;
@@ -41,7 +42,7 @@
 //   even where it overflows or clamps, so any finite bounds work; extents
 //   are computed in double.
 //
-// One level's layout (seed 003 part 6 and part 2):
+// One level's layout:
 // - An element is stored as one point, in exactly one cell, with no size
 //   ("We don't have to store a size with each element"). The point is the
 //   box's min corner rather than its centre: the corner is a coordinate the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The point grid's own ray cast and nearest search (qg_raycast, qg_nearest).
 //
 // Every element is listed once: in one level, as one point (its box's min

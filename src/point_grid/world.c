@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // QG_POINT_GRID, a level's world: its geometry (cells, scale, reach), the
 // re-fit of the world to the level's elements (sample, crowding, the cells
 // it wants), and the two passes of qg_cleanup over a level's snapshot: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A program built against an installed quadgrid (pkg-config or
  * find_package): it must compile with only the installed header, link with
  * only the installed library, and get the answers its own loop gets. */

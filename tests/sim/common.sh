@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the sim tests. ctest sets SIM (quadgrid-sim) and PNGCHECK.
 set -eu
 : "${SIM:?SIM must point at quadgrid-sim}"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Determinism across kinds: pairs are sorted before the response, so every
 # kind must resolve the same collisions in the same order as brute_force and
 # end every frame with bit-identical agents. Comparing brute_force with

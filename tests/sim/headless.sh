@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # --view without a display: a clear message and exit code 2, no crash.
 . "$(dirname "$0")/common.sh"
 set +e

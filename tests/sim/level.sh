@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # --level: walls (static elements, qg_set_static) that the agents bounce off
 # when an agent-wall overlap begins (qg_pair_events). The run writes its
 # picture and JSON line; the walls are in the picture in their own colour;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # --png writes a picture that shows agents and cells: not blank, several colours.
 . "$(dirname "$0")/common.sh"
 "$SIM" --agents 20000 --frames 30 --cells --png "$TMP/out.png" --quiet

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checks that a PNG shows something: several colours, and a fair share of
 // pixels that differ from the most common one (the background); and, when
 // asked, that one colour (RRGGBB in hex) covers at least a share of it.

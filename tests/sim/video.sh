@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # --video out.mp4 --frames 120 gives a video ffprobe reads as 120 frames.
 . "$(dirname "$0")/common.sh"
 command -v ffmpeg >/dev/null 2>&1 || skip "ffmpeg is not installed (apt-get install ffmpeg)"

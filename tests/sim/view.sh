@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # --view under Xvfb: the window opens, takes keys, and shows agents. Checked
 # two ways: the sim's own --screenshot, and a capture of the X screen.
 . "$(dirname "$0")/common.sh"

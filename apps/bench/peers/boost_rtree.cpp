@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Boost.Geometry's R-tree (boost::geometry::index::rtree, header-only) behind
 // the bench's C interface: float boxes with the element index as value, the
 // quadratic split with 16 elements a node. The bulk build (static, rays,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Box2D 2.4's b2DynamicTree (the tree inside b2BroadPhase) behind the bench's
 // C interface. The fat margin b2_aabbExtension is a compile-time constant of
 // the installed library, so the tree is driven exactly as b2BroadPhase drives

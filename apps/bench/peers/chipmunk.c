@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Chipmunk2D 7's spatial indexes (cpBBTree, cpSpaceHash) through its public
  * cpSpatialIndex API, driven the way cpSpace drives them: objects carry their
  * box, and cpSpatialIndexReindexQuery re-indexes and reports candidate pairs in

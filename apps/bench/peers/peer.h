@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /// One interface for everything quadgrid-bench measures: the quadgrid kinds
 /// and the peer libraries run behind the same few calls, on the same boxes,
 /// in the same process, so their timings and answers compare directly.

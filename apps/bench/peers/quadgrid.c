@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The quadgrid kinds behind the bench interface: exactly the calls the
  * workload definition names (qg_insert plus one qg_cleanup to build, or
  * qg_insert_many plus one qg_cleanup for the bulk build of static, rays and

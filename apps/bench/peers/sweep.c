@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* sweep: the classic sort-and-sweep on x, as the baseline every spatial index
  * should beat. The update step re-sorts (radix sort of the min_x bits, so it
  * costs the same every frame whatever the motion); the pairs step sweeps.

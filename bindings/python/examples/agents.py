@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The `agents` workload (../../../shared/workloads.md, apps/common/workload.c)
+"""The `agents` workload (docs/workloads.md, apps/common/workload.c)
 in NumPy: N squares move and bounce in a W x W world, and every frame quadgrid
 finds all overlapping pairs. Draws the last frame to a PNG with matplotlib.
 

@@ -15,7 +15,7 @@ from agents import Agents, checksum, draw  # noqa: E402
 
 @pytest.mark.parametrize("kind", ["point_grid", "grid", "quadtree"])
 def test_mixed_check_values(kind):
-    # ../shared/workloads.md: mixed, N = 10,000, frame 1.
+    # docs/workloads.md: mixed, N = 10,000, frame 1.
     a = Agents(10_000, mixed=True)
     ix = quadgrid.Index(kind, (0, 0, float(a.world), float(a.world)), element_size=5.0, max_element_size=8.0)
     h = ix.insert(a.boxes)
