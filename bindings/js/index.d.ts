@@ -33,7 +33,7 @@ export function releaseBuffers(): void;
 export interface IndexConfig {
   /** Default "point_grid". */
   kind?: Kind | number;
-  /** The world as a hint [minX, minY, maxX, maxY]; boxes outside it work too. Default [0, 0, 1024, 1024]. */
+  /** The world as a hint [minX, minY, maxX, maxY]; boxes outside it work too. Default [0, 0, 0, 0]: no hint, learned from the elements. */
   bounds?: ArrayLike<number>;
   /** Typical element width; 0 = choose from bounds. */
   elementSize?: number;

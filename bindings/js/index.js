@@ -5,7 +5,7 @@
 //
 //   import { init, Index } from "quadgrid";
 //   await init();
-//   const ix = new Index({ kind: "point_grid", bounds: [0, 0, 1024, 1024] });
+//   const ix = new Index({ kind: "point_grid" });
 //   const handles = ix.insert(new Float32Array([0, 0, 10, 10, 5, 5, 20, 20]));
 //   ix.cleanup();
 //   ix.pairs(); // Int32Array [a0, b0, a1, b1, ...], a copy
@@ -188,15 +188,16 @@ export class Index {
   #eventPairs = 0; // pairs at the last pairEvents(), to size its lists
 
   /**
-   * config: { kind = "point_grid", bounds = [0, 0, 1024, 1024], elementSize,
+   * config: { kind = "point_grid", bounds = [0, 0, 0, 0], elementSize,
    * maxElementSize, cellSize, maxDepth, leafCapacity } (0 or absent: the
-   * kind's choice; see include/quadgrid.h's qg_config).
+   * kind learns it from its elements, as qg_default_config; see
+   * include/quadgrid.h's qg_config and docs/tuning.md).
    */
   constructor(config = {}) {
     need();
     if (config === null || typeof config !== "object") typeFail("new Index: config must be an object");
     const kind = kindOf(config.kind === undefined ? "point_grid" : config.kind);
-    const b = config.bounds === undefined ? [0, 0, 1024, 1024] : config.bounds;
+    const b = config.bounds === undefined ? [0, 0, 0, 0] : config.bounds;
     if (!isArrayLike(b) || b.length !== 4) typeFail("new Index: bounds must be [minX, minY, maxX, maxY]");
     const f = [b[0], b[1], b[2], b[3], config.elementSize ?? 0, config.maxElementSize ?? 0, config.cellSize ?? 0];
     f.forEach((v, i) => num(v, `new Index: config value ${i}`));
