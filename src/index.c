@@ -127,8 +127,6 @@ qg_handle qg_insert(qg_index *index, qg_rect box)
 {
     if (index == NULL || !box_valid(box))
         return QG_ERR_INVALID;
-    if (qg_tune_due(index))
-        qg_tune_insert(index);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     const bool reuse = index->free_head >= 0;
@@ -174,6 +172,10 @@ qg_handle qg_insert(qg_index *index, qg_rect box)
     index->count++;
     if (index->engine != NULL)
         qg_engine_inserted(index, h);
+    // Learning after the insert: a re-tune that ran first and then saw the
+    // insert refused would leave the index changed.
+    if (qg_tune_due(index))
+        qg_tune_insert(index);
     return h;
 }
 
@@ -553,6 +555,9 @@ static void move_check_part(int32_t begin, int32_t end, int32_t worker, void *co
     }
 }
 
+static qg_status move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, const qg_rect *boxes,
+                           int32_t n);
+
 qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, const qg_rect *boxes,
                        int32_t n)
 {
@@ -560,8 +565,18 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
         return QG_ERR_INVALID;
     if (n == 0)
         return QG_OK;
-    if (qg_tune_pending(index))
+    const qg_status s = move_many(index, jobs, handles, boxes, n);
+    // A pending re-tune after the batch, when it succeeded: one before it
+    // would stay when the batch is then refused.
+    if (s == QG_OK && qg_tune_pending(index))
         qg_tune_perform_pending(index);
+    return s;
+}
+
+/// qg_move_many's checks and dispatch, n > 0.
+static qg_status move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, const qg_rect *boxes,
+                           int32_t n)
+{
     // A kind that checks the moves in its own first pass saves one.
     if (index->klass->move_many_checked != NULL && index->engine == NULL &&
         (jobs == NULL || jobs->worker_count <= QG_CHECK_PARTS))
@@ -637,7 +652,10 @@ qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_ha
             return QG_ERR_INVALID;
     if (n == 0)
         return QG_OK;
-    qg_tune_insert_many(index, boxes, n);
+    // Learning plans here, from the boxes held and these, and rebuilds once
+    // the slots are taken: the new structure then holds the batch too, and
+    // a rebuild refused its memory leaves nothing behind.
+    const bool retune = qg_tune_insert_many(index, boxes, n);
     int32_t reusable = 0;
     for (int32_t h = index->free_head; h >= 0 && reusable < n; h = slot_next_free(index, h))
         reusable++;
@@ -661,7 +679,8 @@ qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_ha
     if (index->klass->insert_many != NULL) {
         for (; taken < n; ++taken)
             handles[taken] = slot_take(index, boxes[taken]);
-        s = index->klass->insert_many(index, &txn, handles, n);
+        if (!(retune && qg_tune_insert_many_commit(index, n)))
+            s = index->klass->insert_many(index, &txn, handles, n);
     } else {
         // One insert at a time, each slot taken just before its insert (a
         // kind may walk the live slots); a failure takes the ones before it

@@ -218,8 +218,10 @@ static bool tune_config(const qg_index *index, const qg_tune *t, const tune_lear
 }
 
 /// Builds the kind anew with config `c` beside the old structure and swaps
-/// it in; on any failure frees what it took and changes nothing.
-static qg_status tune_rebuild(qg_index *index, const qg_config *c)
+/// it in; on any failure frees what it took and changes nothing. `adding`:
+/// slots qg_insert_many has taken for elements the old structure does not
+/// hold yet (the new one holds them too; the caller counts them).
+static qg_status tune_rebuild(qg_index *index, const qg_config *c, int32_t adding)
 {
     const qg_kind_class *k = index->tune->real;
     qg_index *tmp = qg_mem_alloc(&index->alloc, k->size);
@@ -232,7 +234,7 @@ static qg_status tune_rebuild(qg_index *index, const qg_config *c)
     tmp->count = 0;
     tmp->tune = NULL;
     const size_t b0 = index->alloc.bytes; // tmp->alloc counts from here
-    const int32_t n = index->count, high = index->box_high;
+    const int32_t n = index->count + adding, high = index->box_high;
     // init sees an empty base, as at qg_create (the point grid's first
     // level is laid out over the slots there are).
     tmp->box_high = 0;
@@ -305,36 +307,58 @@ static qg_status tune_rebuild(qg_index *index, const qg_config *c)
     return QG_OK;
 }
 
-/// Measures every element (and `extra`, about to be inserted) and rebuilds
-/// when the learned sizes differ 2x from those in force.
-static void tune_perform(qg_index *index, const qg_rect *extra, int32_t n_extra)
+/// Measures every element (and `extra`, about to be inserted): true, with
+/// the config to rebuild with in *c, when the learned sizes differ 2x from
+/// those in force. Changes nothing but the measure's counters.
+static bool tune_plan(qg_index *index, const qg_rect *extra, int32_t n_extra, float *elem, float *bound,
+                      qg_config *c)
 {
     qg_tune *t = index->tune;
     const int64_t total = (int64_t)index->count + n_extra;
     t->measured = (int32_t)(total < INT32_MAX ? total : INT32_MAX);
     t->check_at = total < INT32_MAX / 2 ? (int32_t)(2 * total) : INT32_MAX;
     if (total < QG_TUNE_MIN)
-        return;
+        return false;
     // A small sample decides; only a re-tune pays for the large one and the
     // scan of every box for the world (a bulk build of 200,000 boxes into
     // the point grid takes 4 ms: the scan and sort cost it a third more).
     tune_learned L;
     if (!tune_measure(index, extra, n_extra, QG_TUNE_SAMPLE, false, &L) || !tune_differs(index, t, &L))
-        return;
+        return false;
     if (!tune_measure(index, extra, n_extra, QG_TUNE_SAMPLE_BIG, true, &L) || !tune_differs(index, t, &L))
-        return;
-    qg_config c;
-    if (!tune_config(index, t, &L, &c))
-        return;
-    if (tune_rebuild(index, &c) == QG_OK) {
-        t->elem = L.elem;
-        t->bound = c.max_element_size > 0.0f ? c.max_element_size : L.bound;
+        return false;
+    if (!tune_config(index, t, &L, c))
+        return false;
+    *elem = L.elem;
+    *bound = c->max_element_size > 0.0f ? c->max_element_size : L.bound;
+    return true;
+}
+
+/// The planned rebuild (with `adding` slots taken beyond what the kind
+/// holds); a refused one changes nothing and waits before the next try.
+static bool tune_apply(qg_index *index, float elem, float bound, const qg_config *c, int32_t adding)
+{
+    qg_tune *t = index->tune;
+    if (tune_rebuild(index, c, adding) == QG_OK) {
+        t->elem = elem;
+        t->bound = bound;
         t->retunes++;
         t->backoff = QG_TUNE_EVERY;
-    } else {
-        t->wait = t->backoff;
-        t->backoff = t->backoff < 4096 ? 2 * t->backoff : t->backoff;
+        return true;
     }
+    t->wait = t->backoff;
+    t->backoff = t->backoff < 4096 ? 2 * t->backoff : t->backoff;
+    return false;
+}
+
+/// Measures every element (and `extra`, about to be inserted) and rebuilds
+/// when the learned sizes differ 2x from those in force.
+static void tune_perform(qg_index *index, const qg_rect *extra, int32_t n_extra)
+{
+    float elem, bound;
+    qg_config c;
+    if (tune_plan(index, extra, n_extra, &elem, &bound, &c))
+        (void)tune_apply(index, elem, bound, &c, 0);
 }
 
 void qg_tune_perform_pending(qg_index *index)
@@ -347,11 +371,14 @@ void qg_tune_perform_pending(qg_index *index)
         tune_perform(index, NULL, 0);
 }
 
-/// move_one while a re-tune is pending: the re-tune, then the kind's move.
+/// move_one while a re-tune is pending: the kind's move, then, when it
+/// succeeded, the re-tune (so a move that fails leaves no trace of one).
 static qg_status tune_move_one(qg_index *index, qg_handle h, qg_rect box)
 {
-    qg_tune_perform_pending(index);
-    return index->klass->move_one(index, h, box);
+    const qg_status s = index->tune->real->move_one(index, h, box);
+    if (s == QG_OK)
+        qg_tune_perform_pending(index);
+    return s;
 }
 
 qg_status qg_tune_create(qg_index *index)
@@ -456,19 +483,29 @@ void qg_tune_insert(qg_index *index)
     tune_perform(index, NULL, 0);
 }
 
-void qg_tune_insert_many(qg_index *index, const qg_rect *boxes, int32_t n)
+bool qg_tune_insert_many(qg_index *index, const qg_rect *boxes, int32_t n)
 {
     qg_tune *t = index->tune;
     if (t == NULL)
-        return;
+        return false;
     if (index->engine != NULL) {
         index->klass = t->real;
-        return;
+        return false;
     }
     const bool pending = index->klass != t->real;
     index->klass = t->real;
-    if (pending || (int64_t)index->count + n >= t->check_at)
-        tune_perform(index, boxes, n);
+    t->planned = (pending || (int64_t)index->count + n >= t->check_at) &&
+                 tune_plan(index, boxes, n, &t->plan_elem, &t->plan_bound, &t->plan);
+    return t->planned;
+}
+
+bool qg_tune_insert_many_commit(qg_index *index, int32_t adding)
+{
+    qg_tune *t = index->tune;
+    if (t == NULL || !t->planned)
+        return false;
+    t->planned = false;
+    return tune_apply(index, t->plan_elem, t->plan_bound, &t->plan, adding);
 }
 
 void qg_tune_clear(qg_index *index)

@@ -53,6 +53,11 @@ typedef struct qg_tune {
     /// A max_depth the user set: kept through re-tunes (a bound, as the
     /// trees' re-fits keep it).
     int32_t user_depth;
+    /// qg_insert_many's planned rebuild (made before it takes its slots,
+    /// run after: the new structure holds the batch too).
+    bool planned;
+    float plan_elem, plan_bound;
+    qg_config plan;
 } qg_tune;
 
 /// Gives the index its tune state (none for brute_force or fixed_sizes).
@@ -62,12 +67,17 @@ void qg_tune_hint(qg_index *index, const qg_config *user);
 void qg_tune_destroy(qg_index *index);
 /// The decision, after the kind's cleanup. Never allocates.
 void qg_tune_cleanup(qg_index *index);
-/// Before qg_insert takes its slot, when qg_tune_due.
+/// After qg_insert succeeded, when qg_tune_due.
 void qg_tune_insert(qg_index *index);
 /// Before qg_insert_many takes its slots: learns from the elements held and
-/// `boxes`, and re-tunes before inserting when they are enough.
-void qg_tune_insert_many(qg_index *index, const qg_rect *boxes, int32_t n);
-/// A pending re-tune, performed now (qg_move_many).
+/// `boxes`; true when a rebuild is planned. Changes nothing.
+bool qg_tune_insert_many(qg_index *index, const qg_rect *boxes, int32_t n);
+/// The planned rebuild, once qg_insert_many has taken `adding` slots for
+/// its boxes: true when the new structure holds them all (the batch is
+/// then inserted); false (nothing changed) when none was planned or its
+/// memory was refused.
+bool qg_tune_insert_many_commit(qg_index *index, int32_t adding);
+/// A pending re-tune, performed now (after a qg_move_many that succeeded).
 void qg_tune_perform_pending(qg_index *index);
 void qg_tune_clear(qg_index *index);
 void qg_tune_stats(const qg_index *index, qg_stats *s);

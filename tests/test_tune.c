@@ -429,6 +429,7 @@ static void run_oom(tu_fail_mode mode, int op)
         scene s;
         qg_index *ix = pending_index(&a, &s, n);
         const int32_t retunes = qg_get_stats(ix).retunes;
+        const size_t bytes = a.bytes;
         tu_snapshot before = {0};
         tu_snapshot_take(ix, n + 8, &before);
         a.mode = mode;
@@ -458,7 +459,11 @@ static void run_oom(tu_fail_mode mode, int op)
         assert_int_equal(qg_get_stats(ix).memory_bytes, a.bytes);
         const int32_t after = qg_get_stats(ix).retunes;
         if (st == QG_ERR_NOMEM) {
-            /* the call's own allocation failed: nothing changed */
+            /* the call's own allocation failed: nothing changed, its bytes
+             * included (no re-tune ran ahead of the refused call) */
+            if (a.bytes != bytes || after != retunes)
+                fail_msg("%s op %d allocation %ld: QG_ERR_NOMEM, but %zu bytes became %zu, %d re-tunes %d",
+                         qg_kind_name(g_kind), op, k, bytes, a.bytes, retunes, after);
             tu_snapshot now = {0};
             tu_snapshot_take(ix, n + 8, &now);
             snapshot_equal_or_fail(&before, &now, "NOMEM", k);
