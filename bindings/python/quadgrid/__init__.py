@@ -100,16 +100,18 @@ class Index:
     """A spatial index of boxes.
 
     ``Index(kind="point_grid", bounds=None, element_size=0, max_element_size=0,
-    max_depth=0, leaf_capacity=0, cell_size=0)``. ``kind`` is one of
-    :data:`KINDS`. ``bounds`` ``(min_x, min_y, max_x, max_y)`` is a hint of
-    the world (boxes outside it work the same); ``None`` keeps the library's
-    default. The other settings tune the kind (0 = choose); see qg_config in
-    include/quadgrid.h. Safe to share between Python threads (calls on one
+    max_depth=0, leaf_capacity=0, cell_size=0, fixed_sizes=False)``. ``kind``
+    is one of :data:`KINDS`. Nothing else needs setting: the index learns the
+    sizes of its boxes and the world they fill (docs/tuning.md). ``bounds``
+    ``(min_x, min_y, max_x, max_y)`` is a hint of the world (boxes outside it
+    work the same); ``None`` gives none. The other settings are hints the
+    index starts from (0 = learn it), held exactly with ``fixed_sizes=True``;
+    see qg_config in include/quadgrid.h. Safe to share between Python threads (calls on one
     index take turns); the GIL is released while C runs.
     """
 
     def __init__(self, kind="point_grid", bounds=None, *, element_size=0.0, max_element_size=0.0,
-                 max_depth=0, leaf_capacity=0, cell_size=0.0):
+                 max_depth=0, leaf_capacity=0, cell_size=0.0, fixed_sizes=False):
         if kind not in _KIND_IDS:
             raise ValueError("unknown kind %r; one of %s" % (kind, ", ".join(KINDS)))
         cfg = ffi.new("qg_config *", lib.qg_default_config(_KIND_IDS[kind]))
@@ -123,6 +125,7 @@ class Index:
         cfg.max_depth = max_depth
         cfg.leaf_capacity = leaf_capacity
         cfg.cell_size = cell_size
+        cfg.fixed_sizes = bool(fixed_sizes)
         out = ffi.new("qgpy **")
         st = lib.qgpy_open(cfg, out)
         if st != lib.QG_OK:
@@ -361,12 +364,17 @@ class Index:
 
     @property
     def stats(self):
-        """What the index holds now: a dict of memory_bytes, elements, nodes,
-        leaves, max_depth_reached."""
+        """What the index holds now and what it learned: a dict of
+        memory_bytes, elements, nodes, leaves, max_depth_reached, and the
+        sizes in force: element_size, size_bound, cell_size, max_depth, world
+        (min_x, min_y, max_x, max_y) and retunes."""
         with self._lock:
             s = lib.qg_get_stats(self._s.index)
         return {"memory_bytes": int(s.memory_bytes), "elements": s.elements, "nodes": s.nodes, "leaves": s.leaves,
-                "max_depth_reached": s.max_depth_reached}
+                "max_depth_reached": s.max_depth_reached, "element_size": float(s.element_size),
+                "size_bound": float(s.size_bound), "cell_size": float(s.cell_size), "max_depth": s.max_depth,
+                "world": (float(s.world.min_x), float(s.world.min_y), float(s.world.max_x), float(s.world.max_y)),
+                "retunes": s.retunes}
 
     def validate(self):
         """Checks the index's internal invariants (slow; for tests). Raises

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Type hints for quadgrid (see __init__.py for the docstrings)."""
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +33,10 @@ class Index:
         max_depth: int = 0,
         leaf_capacity: int = 0,
         cell_size: float = 0.0,
+        fixed_sizes: bool = False,
     ) -> None:
-        """Creates an index of one kind; bounds is a hint (None: the default)."""
+        """Creates an index of one kind; nothing else needs setting (the sizes and
+        world are learned). bounds and the sizes are hints; fixed_sizes holds them."""
     def insert(self, boxes: _Boxes) -> _I32:
         """Inserts (n, 4) boxes; returns their int32 handles. All or nothing."""
     def move(self, handles: _Handles, boxes: _Boxes, threads: int = 1) -> None:
@@ -68,7 +70,8 @@ class Index:
     def __len__(self) -> int:
         """The number of live elements."""
     @property
-    def stats(self) -> Dict[str, int]:
-        """memory_bytes, elements, nodes, leaves, max_depth_reached."""
+    def stats(self) -> Dict[str, Any]:
+        """memory_bytes, elements, nodes, leaves, max_depth_reached; element_size,
+        size_bound, cell_size, max_depth, world, retunes (what the index learned)."""
     def validate(self) -> None:
         """Checks the internal invariants; RuntimeError if they fail."""

@@ -70,9 +70,14 @@ typedef enum qg_kind { QG_QUADTREE, QG_LOOSE_QUADTREE, QG_LEVEL_QUADTREE, QG_BUC
 typedef struct qg_allocator { void *(*realloc)(void *, size_t, size_t, void *); void *user; } qg_allocator;
 typedef struct qg_config {
     qg_kind kind; qg_rect bounds; float element_size; float max_element_size;
-    int max_depth; int leaf_capacity; float cell_size; qg_allocator allocator;
+    int max_depth; int leaf_capacity; float cell_size; qg_allocator allocator; bool fixed_sizes;
+    ...;
 } qg_config;
-typedef struct qg_stats { size_t memory_bytes; int32_t elements, nodes, leaves, max_depth_reached; } qg_stats;
+typedef struct qg_stats {
+    size_t memory_bytes; int32_t elements, nodes, leaves, max_depth_reached;
+    float element_size, size_bound, cell_size; int32_t max_depth; qg_rect world; int32_t retunes;
+    ...;
+} qg_stats;
 
 #define QG_VERSION_MAJOR ...
 #define QG_VERSION_MINOR ...

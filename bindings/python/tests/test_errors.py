@@ -160,3 +160,25 @@ def test_capacity_is_overflow_error():
     big = np.zeros((2**24, 4), np.float32)
     unchanged(ix, OverflowError, lambda: ix.insert(big), match="CAPACITY")
     unchanged(ix, ValueError, lambda: ix.query(np.zeros((2, 4))), match="one area")
+
+
+def test_learns_sizes_unless_fixed():
+    """From the defaults the index learns its boxes' sizes (stats say what it
+    chose); fixed_sizes holds the given ones. Answers are the same."""
+    rng = np.random.default_rng(20261128)
+    n = 2000
+    lo = rng.uniform(0, 5000, size=(n, 2)).astype(np.float32)
+    side = rng.uniform(20, 60, size=(n, 1)).astype(np.float32)
+    boxes = np.hstack([lo, lo + side]).astype(np.float32)
+    learned = quadgrid.Index(kind="grid")
+    fixed = quadgrid.Index(kind="grid", element_size=1.0, fixed_sizes=True)
+    for ix in (learned, fixed):
+        ix.insert(boxes)
+        ix.cleanup()
+    s = learned.stats
+    assert s["retunes"] >= 1
+    assert 20.0 <= s["element_size"] <= 60.0
+    assert fixed.stats["retunes"] == 0 and fixed.stats["element_size"] == 1.0
+    a, b = learned.pairs(), fixed.pairs()
+    assert a.shape == b.shape and len(a) > 0
+    assert np.array_equal(a[np.lexsort(a.T[::-1])], b[np.lexsort(b.T[::-1])])
