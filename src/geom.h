@@ -12,38 +12,26 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#    include <emmintrin.h>
-#endif
+#include "vec.h"
 
-#if defined(__SSE2__)
-/// A box as one vector (min_x, min_y, max_x, max_y). Built from its four
-/// floats rather than loaded from its address: a box passed by value
-/// arrives in two registers, and a 16-byte load of the two 8-byte halves
-/// spilled to the stack stalls on store forwarding (GCC and Clang: the SSE2
-/// paths are theirs).
-static inline __m128 qg_rect_vec(qg_rect r)
+#if defined(QV_HAVE)
+/// A box as one vector (min_x, min_y, max_x, max_y), built from its four
+/// floats rather than loaded from its address (see qv_f4).
+static inline qv_f32 qg_rect_vec(qg_rect r)
 {
-    // Two 8-byte halves joined in registers (unpcklpd); _mm_setr_ps of the
-    // four floats compiles to the spill and 16-byte reload.
-    typedef float qg_v2sf __attribute__((vector_size(8)));
-    const qg_v2sf lo = {r.min_x, r.min_y}, hi = {r.max_x, r.max_y};
-    double dl, dh;
-    memcpy(&dl, &lo, sizeof dl);
-    memcpy(&dh, &hi, sizeof dh);
-    return _mm_castpd_ps(_mm_setr_pd(dl, dh));
+    return qv_f4(r.min_x, r.min_y, r.max_x, r.max_y);
 }
 #endif
 
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
 /// A box broadcast for qg_overlaps4: each coordinate in all four lanes.
 typedef struct qg_box4 {
-    __m128 x0, y0, x1, y1;
+    qv_f32 x0, y0, x1, y1;
 } qg_box4;
 
 static inline qg_box4 qg_box4_of(qg_rect r)
 {
-    return (qg_box4){_mm_set1_ps(r.min_x), _mm_set1_ps(r.min_y), _mm_set1_ps(r.max_x), _mm_set1_ps(r.max_y)};
+    return (qg_box4){qv_splat(r.min_x), qv_splat(r.min_y), qv_splat(r.max_x), qv_splat(r.max_y)};
 }
 
 /// Bit l set when box b overlaps the box in lane l of four boxes stored a
@@ -52,9 +40,9 @@ static inline qg_box4 qg_box4_of(qg_rect r)
 /// caches' slot test share it.
 static inline unsigned qg_overlaps4(qg_box4 b, const float *x0, const float *y0, const float *x1, const float *y1)
 {
-    const __m128 ox = _mm_and_ps(_mm_cmple_ps(b.x0, _mm_loadu_ps(x1)), _mm_cmple_ps(_mm_loadu_ps(x0), b.x1));
-    const __m128 oy = _mm_and_ps(_mm_cmple_ps(b.y0, _mm_loadu_ps(y1)), _mm_cmple_ps(_mm_loadu_ps(y0), b.y1));
-    return (unsigned)_mm_movemask_ps(_mm_and_ps(ox, oy));
+    const qv_i32 ox = qv_le(b.x0, qv_loadf(x1)) & qv_le(qv_loadf(x0), b.x1);
+    const qv_i32 oy = qv_le(b.y0, qv_loadf(y1)) & qv_le(qv_loadf(y0), b.y1);
+    return (unsigned)qv_bits(ox & oy);
 }
 #endif
 
@@ -62,8 +50,8 @@ static inline unsigned qg_overlaps4(qg_box4 b, const float *x0, const float *y0,
 /// passed by value compiles to (see qg_rect_vec).
 static inline void qg_rect_store(qg_rect *dst, qg_rect r)
 {
-#if defined(__SSE2__)
-    _mm_storeu_ps(&dst->min_x, qg_rect_vec(r));
+#if defined(QV_HAVE)
+    qv_storef(&dst->min_x, qg_rect_vec(r));
 #else
     *dst = r;
 #endif
@@ -74,10 +62,10 @@ static inline void qg_rect_store(qg_rect *dst, qg_rect r)
 /// vector compare each way.
 static inline bool qg_rect_inside(qg_rect inner, qg_rect outer)
 {
-#if defined(__SSE2__)
-    const __m128 i = qg_rect_vec(inner), o = qg_rect_vec(outer);
+#if defined(QV_HAVE)
+    const qv_f32 i = qg_rect_vec(inner), o = qg_rect_vec(outer);
     // lanes 0, 1: outer's min <= inner's; lanes 2, 3: inner's max <= outer's
-    return ((_mm_movemask_ps(_mm_cmple_ps(o, i)) & 3) | (_mm_movemask_ps(_mm_cmple_ps(i, o)) & 12)) == 15;
+    return ((qv_bits(qv_le(o, i)) & 3) | (qv_bits(qv_le(i, o)) & 12)) == 15;
 #else
     return inner.min_x >= outer.min_x && inner.min_y >= outer.min_y && inner.max_x <= outer.max_x &&
            inner.max_y <= outer.max_y;
@@ -88,10 +76,9 @@ static inline bool qg_rect_inside(qg_rect inner, qg_rect outer)
 /// test for a move's box against a fat box.
 static inline bool qg_rect_inside_ordered(qg_rect inner, qg_rect outer)
 {
-#if defined(__SSE2__)
-    const __m128 i = qg_rect_vec(inner), o = qg_rect_vec(outer);
-    const int m = (_mm_movemask_ps(_mm_cmple_ps(o, i)) & 3) | (_mm_movemask_ps(_mm_cmple_ps(i, o)) & 12) |
-                  (_mm_movemask_ps(_mm_cmple_ps(i, _mm_movehl_ps(i, i))) & 3) << 4;
+#if defined(QV_HAVE)
+    const qv_f32 i = qg_rect_vec(inner), o = qg_rect_vec(outer);
+    const int m = (qv_bits(qv_le(o, i)) & 3) | (qv_bits(qv_le(i, o)) & 12) | (qv_bits(qv_le(i, qv_high2(i))) & 3) << 4;
     return m == 63;
 #else
     return qg_rect_inside(inner, outer) && inner.min_x <= inner.max_x && inner.min_y <= inner.max_y;
@@ -104,12 +91,13 @@ static inline bool qg_rect_inside_ordered(qg_rect inner, qg_rect outer)
 /// coordinate is NaN. A fat layer element's every move runs it.
 static inline bool qg_rect_inside_negated(qg_rect box, const float *w)
 {
-#if defined(__SSE2__)
-    const __m128 v = _mm_xor_ps(qg_rect_vec(box), _mm_setr_ps(0.0f, 0.0f, -0.0f, -0.0f));
-    const __m128 in = _mm_cmple_ps(_mm_loadu_ps(w), v);
+#if defined(QV_HAVE)
+    const qv_i32 sign = qv_splat_i32(INT32_MIN);
+    const qv_f32 v = qv_flip(qg_rect_vec(box), (qv_i32){0, 0, INT32_MIN, INT32_MIN});
+    const qv_i32 in = qv_le(qv_loadf(w), v);
     // Lanes 2, 3: -max <= -min.
-    const __m128 ord = _mm_cmple_ps(v, _mm_xor_ps(_mm_movelh_ps(v, v), _mm_set1_ps(-0.0f)));
-    return (_mm_movemask_ps(in) & (_mm_movemask_ps(ord) | 3)) == 15;
+    const qv_i32 ord = qv_le(v, qv_flip(qv_low2(v), sign));
+    return (qv_bits(in) & (qv_bits(ord) | 3)) == 15;
 #else
     return w[0] <= box.min_x && w[1] <= box.min_y && w[2] <= -box.max_x && w[3] <= -box.max_y &&
            box.min_x <= box.max_x && box.min_y <= box.max_y;
@@ -124,7 +112,7 @@ static inline bool qg_rect_inside_negated(qg_rect box, const float *w)
 /// form when chasing a difference.
 static inline bool qg_cpu_avx2(void)
 {
-#if defined(__GNUC__) && defined(__x86_64__)
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(QV_SCALAR)
     return __builtin_cpu_supports("avx2") && getenv("QG_NO_AVX2") == NULL;
 #else
     return false;
@@ -137,12 +125,12 @@ static inline bool qg_cpu_avx2(void)
 /// arithmetic, which the build keeps).
 static inline bool qg_box_valid(qg_rect b)
 {
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
     // The same tests on one vector: x - x == 0 in all four lanes, and
     // (min_x, min_y) <= (max_x, max_y) in the low two.
-    const __m128 v = qg_rect_vec(b);
-    const int finite = _mm_movemask_ps(_mm_cmpeq_ps(_mm_sub_ps(v, v), _mm_setzero_ps()));
-    const int ordered = _mm_movemask_ps(_mm_cmple_ps(v, _mm_movehl_ps(v, v)));
+    const qv_f32 v = qg_rect_vec(b);
+    const int finite = qv_bits(qv_eq(v - v, qv_splat(0.0f)));
+    const int ordered = qv_bits(qv_le(v, qv_high2(v)));
     return (finite & (ordered | 12)) == 15;
 #else
     const float z = (b.min_x - b.min_x) + (b.min_y - b.min_y) + (b.max_x - b.max_x) + (b.max_y - b.max_y);

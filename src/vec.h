@@ -9,14 +9,23 @@
 //
 // QV_HAVE is defined where the kernels are worth running: a platform with
 // a 128-bit integer unit. -DQV_GENERIC forces the generic fallbacks (the
-// extensions alone) on any GCC/clang target, to test them.
+// extensions alone) on any GCC/clang target, to test them. -DQV_SCALAR
+// turns every vector form off (the AVX2 ones too: qg_cpu_avx2), so the
+// scalar forms that a platform without a vector unit runs can be tested and
+// timed on any machine.
+//
+// Two families: sixteen-bit lanes (qv_i16, the point grid's pair kernels)
+// and four-lane floats (qv_f32, the boxes' tests and cell mappings of
+// every kind). The float family's operations are the SSE2 instructions the
+// kernels were first written with, so the x86-64 objects did not change
+// when the kernels moved onto this header.
 #ifndef QG_VEC_H
 #define QG_VEC_H
 
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(QV_GENERIC)
+#if defined(__GNUC__) && !defined(QV_GENERIC) && !defined(QV_SCALAR)
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #define QV_SSE2 1
@@ -29,7 +38,7 @@
 #endif
 #endif
 
-#if defined(QV_SSE2) || defined(QV_NEON) || defined(QV_WASM) || (defined(__GNUC__) && defined(QV_GENERIC))
+#if defined(QV_SSE2) || defined(QV_NEON) || defined(QV_WASM) || (defined(__GNUC__) && defined(QV_GENERIC) && !defined(QV_SCALAR))
 #define QV_HAVE 1
 
 /// Eight 16-bit lanes (signed: the kernels compare coordinates), eight
@@ -159,5 +168,233 @@ static inline int32_t qv_next(uint64_t *m)
     return b / QV_LANE_BITS;
 }
 
+/// Four floats and four 32-bit lane masks (all ones or zero) of comparing
+/// them.
+typedef float qv_f32 __attribute__((vector_size(16)));
+typedef int32_t qv_i32 __attribute__((vector_size(16)));
+
+#if defined(__clang__) || __GNUC__ >= 12
+#define QV_SHUFFLE4(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define QV_SHUFFLE4(a, b, i, j, k, l) __builtin_shuffle(a, b, (qv_i32){i, j, k, l})
 #endif
+
+/// (a, b, c, d). On x86-64 built from two 8-byte halves joined in
+/// registers (unpcklpd): a box passed by value arrives in two registers,
+/// and the four floats' usual build spills them and reloads 16 bytes,
+/// which stalls on store forwarding (GCC and clang).
+static inline qv_f32 qv_f4(float a, float b, float c, float d)
+{
+#if defined(QV_SSE2)
+    typedef float qv_f2 __attribute__((vector_size(8)));
+    const qv_f2 lo = {a, b}, hi = {c, d};
+    double dl, dh;
+    memcpy(&dl, &lo, sizeof dl);
+    memcpy(&dh, &hi, sizeof dh);
+    return (qv_f32)_mm_castpd_ps(_mm_setr_pd(dl, dh));
+#else
+    return (qv_f32){a, b, c, d};
+#endif
+}
+
+static inline qv_f32 qv_splat(float x)
+{
+    return (qv_f32){x, x, x, x};
+}
+
+static inline qv_i32 qv_splat_i32(int32_t x)
+{
+    return (qv_i32){x, x, x, x};
+}
+
+static inline qv_f32 qv_loadf(const float *p)
+{
+    qv_f32 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void qv_storef(float *p, qv_f32 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+static inline qv_i32 qv_load_i32(const void *p)
+{
+    qv_i32 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void qv_store_i32(void *p, qv_i32 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/// Lane masks of a <= b and a < b: false where either lane is NaN.
+static inline qv_i32 qv_le(qv_f32 a, qv_f32 b)
+{
+#if defined(QV_SSE2)
+    return (qv_i32)_mm_cmple_ps((__m128)a, (__m128)b);
+#else
+    return (qv_i32)(a <= b);
+#endif
+}
+
+static inline qv_i32 qv_lt(qv_f32 a, qv_f32 b)
+{
+#if defined(QV_SSE2)
+    return (qv_i32)_mm_cmplt_ps((__m128)a, (__m128)b);
+#else
+    return (qv_i32)(a < b);
+#endif
+}
+
+static inline qv_i32 qv_eq(qv_f32 a, qv_f32 b)
+{
+#if defined(QV_SSE2)
+    return (qv_i32)_mm_cmpeq_ps((__m128)a, (__m128)b);
+#else
+    return (qv_i32)(a == b);
+#endif
+}
+
+/// The sign bits of four 32-bit lanes as bits 0-3 (lane 0 lowest): for
+/// lane masks, the lanes that are true.
+static inline int qv_bits(qv_i32 m)
+{
+#if defined(QV_SSE2)
+    return _mm_movemask_ps((__m128)m);
+#elif defined(QV_NEON)
+    const uint32x4_t w = {1, 2, 4, 8};
+    return (int)vaddvq_u32(vandq_u32(vshrq_n_u32((uint32x4_t)m, 31), w));
+#elif defined(QV_WASM)
+    return (int)wasm_i32x4_bitmask((v128_t)m);
+#else
+    return (int)(((uint32_t)m[0] >> 31) | ((uint32_t)m[1] >> 31) << 1 | ((uint32_t)m[2] >> 31) << 2 |
+                 ((uint32_t)m[3] >> 31) << 3);
+#endif
+}
+
+/// Lanes of a where m is true, else of b.
+static inline qv_f32 qv_select(qv_i32 m, qv_f32 a, qv_f32 b)
+{
+#if defined(QV_SSE2)
+    return (qv_f32)_mm_or_ps(_mm_and_ps((__m128)m, (__m128)a), _mm_andnot_ps((__m128)m, (__m128)b));
+#elif defined(QV_NEON)
+    return (qv_f32)vbslq_f32((uint32x4_t)m, (float32x4_t)a, (float32x4_t)b);
+#elif defined(QV_WASM)
+    return (qv_f32)wasm_v128_bitselect((v128_t)a, (v128_t)b, (v128_t)m);
+#else
+    return (qv_f32)(((qv_i32)a & m) | ((qv_i32)b & ~m));
+#endif
+}
+
+/// a < b ? a : b and a > b ? a : b lane by lane: SSE2's minps and maxps
+/// (b where either is NaN). The kernels give them finite lanes only.
+static inline qv_f32 qv_min(qv_f32 a, qv_f32 b)
+{
+#if defined(QV_SSE2)
+    return (qv_f32)_mm_min_ps((__m128)a, (__m128)b);
+#elif defined(QV_WASM)
+    return (qv_f32)wasm_f32x4_pmin((v128_t)b, (v128_t)a); // pmin(x, y) is y < x ? y : x
+#else
+    return qv_select(qv_lt(a, b), a, b);
+#endif
+}
+
+static inline qv_f32 qv_max(qv_f32 a, qv_f32 b)
+{
+#if defined(QV_SSE2)
+    return (qv_f32)_mm_max_ps((__m128)a, (__m128)b);
+#elif defined(QV_WASM)
+    return (qv_f32)wasm_f32x4_pmax((v128_t)b, (v128_t)a);
+#else
+    return qv_select(qv_lt(b, a), a, b);
+#endif
+}
+
+/// Lanes truncated toward zero to int32 (each within int32's range) and
+/// int32 lanes as floats.
+static inline qv_i32 qv_trunc(qv_f32 v)
+{
+#if defined(QV_SSE2)
+    return (qv_i32)_mm_cvttps_epi32((__m128)v);
+#else
+    return __builtin_convertvector(v, qv_i32);
+#endif
+}
+
+static inline qv_f32 qv_float(qv_i32 v)
+{
+#if defined(QV_SSE2)
+    return (qv_f32)_mm_cvtepi32_ps((__m128i)v);
+#else
+    return __builtin_convertvector(v, qv_f32);
+#endif
+}
+
+/// (v2, v3, v2, v3) and (v0, v1, v0, v1): SSE2's movhlps and movlhps.
+static inline qv_f32 qv_high2(qv_f32 v)
+{
+#if defined(QV_SSE2)
+    return (qv_f32)_mm_movehl_ps((__m128)v, (__m128)v);
+#else
+    return QV_SHUFFLE4(v, v, 2, 3, 2, 3);
+#endif
+}
+
+static inline qv_f32 qv_low2(qv_f32 v)
+{
+#if defined(QV_SSE2)
+    return (qv_f32)_mm_movelh_ps((__m128)v, (__m128)v);
+#else
+    return QV_SHUFFLE4(v, v, 0, 1, 0, 1);
+#endif
+}
+
+/// v with the sign of each lane flipped where `flip` has its sign bit set.
+static inline qv_f32 qv_flip(qv_f32 v, qv_i32 flip)
+{
+#if defined(QV_SSE2)
+    return (qv_f32)_mm_xor_ps((__m128)v, (__m128)flip);
+#else
+    return (qv_f32)((qv_i32)v ^ flip);
+#endif
+}
+
+/// The 16 bytes at p that are not zero, as bits 0-15 (byte 0 lowest).
+static inline uint32_t qv_nonzero8(const void *p)
+{
+    typedef uint8_t qv_u8 __attribute__((vector_size(16)));
+    qv_u8 v;
+    memcpy(&v, p, sizeof v);
+#if defined(QV_SSE2)
+    return ~(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8((__m128i)v, _mm_setzero_si128())) & 0xFFFFu;
+#elif defined(QV_NEON)
+    const uint8x16_t w = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t t = vandq_u8(vtstq_u8((uint8x16_t)v, (uint8x16_t)v), w);
+    return (uint32_t)vaddv_u8(vget_low_u8(t)) | (uint32_t)vaddv_u8(vget_high_u8(t)) << 8;
+#elif defined(QV_WASM)
+    return (uint32_t)wasm_i8x16_bitmask(wasm_v128_not(wasm_i8x16_eq((v128_t)v, wasm_i8x16_splat(0))));
+#else
+    uint32_t m = 0;
+    for (int i = 0; i < 16; ++i)
+        m |= (uint32_t)(v[i] != 0) << i;
+    return m;
+#endif
+}
+
+#endif
+
+/// Waits a moment in a spin loop (x86 pause, ARM yield).
+static inline void qv_pause(void)
+{
+#if defined(QV_SSE2)
+    _mm_pause();
+#elif defined(__aarch64__) && defined(__GNUC__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif
