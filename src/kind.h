@@ -14,9 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#    include <emmintrin.h>
-#endif
 
 typedef struct qg_kind_class qg_kind_class;
 

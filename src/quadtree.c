@@ -1076,11 +1076,8 @@ static void qt_batch_store(int32_t begin, int32_t end, int32_t worker, void *con
 static bool qt_stash_fill(qt_batch *b, qt_stash *st, int64_t need)
 {
     quadtree *qt = b->qt;
-    while (atomic_flag_test_and_set_explicit(&b->pool_lock, memory_order_acquire)) {
-#if defined(__SSE2__)
-        _mm_pause(); // held for a few free-list pops: spin politely
-#endif
-    }
+    while (atomic_flag_test_and_set_explicit(&b->pool_lock, memory_order_acquire))
+        qv_pause(); // held for a few free-list pops: spin politely
     const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
     int64_t want = need - st->count;
     const bool ok = want <= spare;

@@ -15,10 +15,6 @@
 #include "kind.h"
 #include "queries.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 /// Integer coordinates span [0, QG_TREE_SIDE) on each axis: depth 15 is the
 /// deepest level whose cells are still at least one integer unit wide.
 #define QG_TREE_BITS 15
@@ -144,10 +140,10 @@ static inline void qg_tree_world_reset(qg_tree_world *w, qg_rect box, int32_t si
 /// True when r is not wholly inside the world: what re-fitting counts.
 static inline bool qg_tree_outside(const qg_tree_world *w, qg_rect r)
 {
-#if defined(__SSE2__)
-    const __m128 v = qg_rect_vec(r), b = qg_rect_vec(w->box);
+#if defined(QV_HAVE)
+    const qv_f32 v = qg_rect_vec(r), b = qg_rect_vec(w->box);
     // lanes 0, 1: r's min below the world's; lanes 2, 3: r's max above it
-    return ((_mm_movemask_ps(_mm_cmplt_ps(v, b)) & 3) | (_mm_movemask_ps(_mm_cmplt_ps(b, v)) & 12)) != 0;
+    return ((qv_bits(qv_lt(v, b)) & 3) | (qv_bits(qv_lt(b, v)) & 12)) != 0;
 #else
     const qg_rect b = w->box;
     return (r.min_x < b.min_x) | (r.min_y < b.min_y) | (r.max_x > b.max_x) | (r.max_y > b.max_y);
@@ -195,20 +191,19 @@ static inline int32_t qg_tree_map(float v, float origin, float scale, int32_t si
     return (int32_t)f;
 }
 
-/// qg_tree_map on the four coordinates of a box. With SSE the four are
-/// mapped at once, without branches: it runs twice for every move.
+/// qg_tree_map on the four coordinates of a box. With a vector unit the
+/// four are mapped at once, without branches: it runs twice for every move.
 static inline qg_tree_ibox qg_tree_map_box(const qg_tree_world *w, qg_rect r, int32_t side)
 {
     const qg_rect b = w->box;
-#if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(qg_rect_vec(r),
-                                     _mm_setr_ps(b.min_x, b.min_y, b.min_x, b.min_y)),
-                          _mm_setr_ps(w->scale_x, w->scale_y, w->scale_x, w->scale_y));
+#if defined(QV_HAVE)
+    qv_f32 f = (qg_rect_vec(r) - (qv_f32){b.min_x, b.min_y, b.min_x, b.min_y}) *
+               (qv_f32){w->scale_x, w->scale_y, w->scale_x, w->scale_y};
     // max(f, 0) then min(f, side - 1): the same clamps as qg_tree_map
-    // (maxps returns its second operand for NaN, which never arrives anyway).
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_set1_ps((float)(side - 1)));
+    // (qv_max returns its second operand for NaN, which never arrives anyway).
+    f = qv_min(qv_max(f, qv_splat(0.0f)), qv_splat((float)(side - 1)));
     int32_t out[4];
-    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    qv_store_i32(out, qv_trunc(f));
     return (qg_tree_ibox){out[0], out[1], out[2], out[3]};
 #else
     return (qg_tree_ibox){qg_tree_map(r.min_x, b.min_x, w->scale_x, side),
@@ -223,18 +218,17 @@ static inline qg_tree_ibox qg_tree_map_box(const qg_tree_world *w, qg_rect r, in
 /// the two compared as one vector (every move runs it).
 static inline bool qg_tree_same_cells(const qg_tree_world *w, qg_rect a, qg_rect b, int32_t side, int shift)
 {
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
     const qg_rect o = w->box;
-    const __m128 origin = _mm_setr_ps(o.min_x, o.min_y, o.min_x, o.min_y);
-    const __m128 scale = _mm_setr_ps(w->scale_x, w->scale_y, w->scale_x, w->scale_y);
-    const __m128 top = _mm_set1_ps((float)(side - 1));
-    const __m128 fa = _mm_mul_ps(_mm_sub_ps(qg_rect_vec(a), origin), scale);
-    const __m128 fb = _mm_mul_ps(_mm_sub_ps(qg_rect_vec(b), origin), scale);
-    const __m128i ia = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(fa, _mm_setzero_ps()), top));
-    const __m128i ib = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(fb, _mm_setzero_ps()), top));
+    const qv_f32 origin = {o.min_x, o.min_y, o.min_x, o.min_y};
+    const qv_f32 scale = {w->scale_x, w->scale_y, w->scale_x, w->scale_y};
+    const qv_f32 top = qv_splat((float)(side - 1)), zero = qv_splat(0.0f);
+    const qv_f32 fa = (qg_rect_vec(a) - origin) * scale;
+    const qv_f32 fb = (qg_rect_vec(b) - origin) * scale;
+    const qv_i32 ia = qv_trunc(qv_min(qv_max(fa, zero), top));
+    const qv_i32 ib = qv_trunc(qv_min(qv_max(fb, zero), top));
     // Same cell: the coordinates differ only below bit `shift`.
-    const __m128i d = _mm_srl_epi32(_mm_xor_si128(ia, ib), _mm_cvtsi32_si128(shift));
-    return _mm_movemask_epi8(_mm_cmpeq_epi32(d, _mm_setzero_si128())) == 0xFFFF;
+    return qv_none((qv_i32)((qv_u32)(ia ^ ib) >> shift));
 #else
     const qg_tree_ibox ia = qg_tree_map_box(w, a, side), ib = qg_tree_map_box(w, b, side);
     return ((ia.x0 ^ ib.x0) >> shift) == 0 && ((ia.y0 ^ ib.y0) >> shift) == 0 && ((ia.x1 ^ ib.x1) >> shift) == 0 &&
@@ -643,9 +637,9 @@ static inline uint32_t qg_tree_morton(uint32_t x, uint32_t y)
 #define QG_LANES 64
 
 /// A node's gathered boxes by axis: k of them, then padding lanes the tests
-/// read and mask off. With SSE2 a box is tested against 4 others at once
-/// (one by one, the branch on each overlap mispredicted: the top cost of
-/// the quadtree's qg_pairs at 1,000,000).
+/// read and mask off. With a vector unit a box is tested against 4 others
+/// at once (one by one, the branch on each overlap mispredicted: the top
+/// cost of the quadtree's qg_pairs at 1,000,000).
 typedef struct qg_lanes {
     float x0[QG_LANES + 3], y0[QG_LANES + 3], x1[QG_LANES + 3], y1[QG_LANES + 3];
 } qg_lanes;
@@ -677,7 +671,7 @@ static inline void qg_lanes_end(qg_lanes *L, int k)
 static inline uint64_t qg_lanes_hits(const qg_lanes *L, int from, int k, qg_rect r)
 {
     uint64_t m = 0;
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
     const qg_box4 b = qg_box4_of(r);
     for (int j = from; j < k; j += 4) // lanes past 63 shift out
         m |= (uint64_t)qg_overlaps4(b, L->x0 + j, L->y0 + j, L->x1 + j, L->y1 + j) << j;

@@ -385,6 +385,20 @@ static inline uint32_t qv_nonzero8(const void *p)
 #endif
 }
 
+/// Nonzero when every lane of v is zero.
+static inline int qv_none(qv_i32 v)
+{
+#if defined(QV_SSE2)
+    return _mm_movemask_epi8(_mm_cmpeq_epi32((__m128i)v, _mm_setzero_si128())) == 0xFFFF;
+#elif defined(QV_NEON)
+    return vmaxvq_u32((uint32x4_t)v) == 0;
+#elif defined(QV_WASM)
+    return !wasm_v128_any_true((v128_t)v);
+#else
+    return (v[0] | v[1] | v[2] | v[3]) == 0;
+#endif
+}
+
 #endif
 
 /// Waits a moment in a spin loop (x86 pause, ARM yield).

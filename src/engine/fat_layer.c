@@ -3,9 +3,6 @@
 #include "engine.h"
 
 #include <float.h>
-#if defined(__SSE2__)
-#    include <emmintrin.h>
-#endif
 
 /// Cell coordinates are clamped to +-2^30: far boxes share the edge cells
 /// (still exact, the grid only narrows the search).
@@ -535,9 +532,8 @@ bool qg_fat_pairs(const qg_index *index, int32_t b, int32_t end, bool statics, c
     for (int32_t p0 = b; p0 < end; p0 += 16) {
         // The busy positions of the next 16 as bits (busy has 16 bytes of
         // room past the last position).
-#if defined(__SSE2__)
-        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(fl->busy + p0));
-        uint32_t mask = ~(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) & 0xFFFFu;
+#if defined(QV_HAVE)
+        uint32_t mask = qv_nonzero8(fl->busy + p0);
 #else
         uint32_t mask = 0;
         for (int k = 0; k < 16; ++k)

@@ -3,12 +3,10 @@
 #include "static_cache.h"
 
 #include <float.h>
-#if defined(__SSE2__)
-#    include <emmintrin.h>
-#endif
 // The join's AVX2 form is chosen at run time (the engine asks the processor
-// once), so the library still runs on any x86-64.
-#if defined(__GNUC__) && defined(__x86_64__) && QG_CACHE_ITEMS == 8
+// once), so the library still runs on any x86-64; -DQV_SCALAR leaves it out
+// with the other vector forms.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(QV_SCALAR) && QG_CACHE_ITEMS == 8
 #    include <immintrin.h>
 #    define QG_CACHE_AVX2 1
 #endif
@@ -215,7 +213,7 @@ void qg_cache_refill(const qg_static_layer *layer, qg_static_cache *cache, qg_re
 /// Bit k set when slot k's box overlaps b (closed; a NaN slot never does).
 static inline unsigned cache_hits(const qg_static_cache *c, qg_rect b)
 {
-#if defined(__SSE2__) && QG_CACHE_ITEMS % 4 == 0
+#if defined(QV_HAVE) && QG_CACHE_ITEMS % 4 == 0
     const qg_box4 b4 = qg_box4_of(b);
     unsigned hits = 0;
     for (int k = 0; k < QG_CACHE_ITEMS; k += 4)
