@@ -266,8 +266,10 @@ static inline int qv_bits(qv_i32 m)
 #if defined(QV_SSE2)
     return _mm_movemask_ps((__m128)m);
 #elif defined(QV_NEON)
+    // Each lane all ones where its sign is set (arithmetic shift), then its
+    // bit: shifting to 0/1 first and masking would leave only lane 0's.
     const uint32x4_t w = {1, 2, 4, 8};
-    return (int)vaddvq_u32(vandq_u32(vshrq_n_u32((uint32x4_t)m, 31), w));
+    return (int)vaddvq_u32(vandq_u32(vreinterpretq_u32_s32(vshrq_n_s32((int32x4_t)m, 31)), w));
 #elif defined(QV_WASM)
     return (int)wasm_i32x4_bitmask((v128_t)m);
 #else
