@@ -266,8 +266,8 @@ static inline int qv_bits(qv_i32 m)
 #if defined(QV_SSE2)
     return _mm_movemask_ps((__m128)m);
 #elif defined(QV_NEON)
-    const uint32x4_t w = {1, 2, 4, 8};
-    return (int)vaddvq_u32(vandq_u32(vshrq_n_u32((uint32x4_t)m, 31), w));
+    const int32x4_t lane = {0, 1, 2, 3};
+    return (int)vaddvq_u32(vshlq_u32(vshrq_n_u32((uint32x4_t)m, 31), lane));
 #elif defined(QV_WASM)
     return (int)wasm_i32x4_bitmask((v128_t)m);
 #else
