@@ -401,6 +401,56 @@ static inline int qv_none(qv_i32 v)
 #endif
 }
 
+/// The four uint16 at p, zero-extended to 32-bit lanes (the point grid's
+/// quantized offsets: SSE2's unpack of an 8-byte load against zero).
+static inline qv_i32 qv_load_u16x4(const void *p)
+{
+#if defined(QV_SSE2)
+    return (qv_i32)_mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)p), _mm_setzero_si128());
+#elif defined(QV_NEON)
+    uint16_t h[4];
+    memcpy(h, p, sizeof h);
+    return (qv_i32)vmovl_u16(vld1_u16(h));
+#elif defined(QV_WASM)
+    return (qv_i32)wasm_u32x4_load16x4(p);
+#else
+    typedef uint16_t qv_u16x4 __attribute__((vector_size(8)));
+    qv_u16x4 h;
+    memcpy(&h, p, sizeof h);
+    return __builtin_convertvector(h, qv_i32);
+#endif
+}
+
+/// ~a & b: SSE2's pandn, NEON's bic. Spelled with operators, GCC folds
+/// ~(x == y) & z into a compare of x == y against zero and an and.
+static inline qv_i32 qv_andnot(qv_i32 a, qv_i32 b)
+{
+#if defined(QV_SSE2)
+    return (qv_i32)_mm_andnot_si128((__m128i)a, (__m128i)b);
+#elif defined(QV_NEON)
+    return (qv_i32)vbicq_s32((int32x4_t)b, (int32x4_t)a);
+#elif defined(QV_WASM)
+    return (qv_i32)wasm_v128_andnot((v128_t)b, (v128_t)a);
+#else
+    return ~a & b;
+#endif
+}
+
+/// Nonzero when every lane of lane mask m is true (a grid's two cell ranges
+/// equal).
+static inline int qv_all(qv_i32 m)
+{
+#if defined(QV_SSE2)
+    return _mm_movemask_epi8((__m128i)m) == 0xFFFF;
+#elif defined(QV_NEON)
+    return vminvq_u32((uint32x4_t)m) != 0u;
+#elif defined(QV_WASM)
+    return wasm_i32x4_all_true((v128_t)m);
+#else
+    return (m[0] & m[1] & m[2] & m[3]) != 0;
+#endif
+}
+
 #endif
 
 /// Waits a moment in a spin loop (x86 pause, ARM yield).

@@ -57,9 +57,7 @@
 #include "../pool.h"
 #include "../queries.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "../vec.h"
 
 /// A prefetch hint (the pair loop, the ray walk).
 #if defined(__GNUC__)
@@ -133,7 +131,7 @@
 typedef struct gr_ibox {
     int32_t x0, y0, x1, y1; ///< inclusive unwrapped cell range
 } gr_ibox;
-_Static_assert(sizeof(gr_ibox) == 16, "gr_ibox is stored and compared as one SSE register");
+_Static_assert(sizeof(gr_ibox) == 16, "gr_ibox is stored and compared as one vector");
 
 /// One row: its cells and its own free-listed array of element nodes.
 typedef struct gr_row {
@@ -200,28 +198,27 @@ static inline int32_t gr_map(float v, float inv, float org)
     return (int32_t)floorf(f);
 }
 
-#if defined(__SSE2__)
-/// gr_map_box's SSE path, for a box already held as one vector (qg_rect_vec).
-static inline gr_ibox gr_map_vec(const gr_grid *g, __m128 r)
+#if defined(QV_HAVE)
+/// gr_map_box's vector path, for a box already held as one vector (qg_rect_vec).
+static inline gr_ibox gr_map_vec(const gr_grid *g, qv_f32 r)
 {
-    __m128 f = _mm_sub_ps(_mm_mul_ps(r, _mm_set1_ps(g->inv)),
-                          _mm_loadu_ps(g->org));
-    f = _mm_min_ps(_mm_max_ps(f, _mm_set1_ps(-GR_REACH)), _mm_set1_ps(GR_REACH));
-    const __m128i t = _mm_cvttps_epi32(f);
-    const __m128i up = _mm_castps_si128(_mm_cmpgt_ps(_mm_cvtepi32_ps(t), f)); // -1 where t > f
+    qv_f32 f = r * qv_splat(g->inv) - qv_loadf(g->org);
+    f = qv_min(qv_max(f, qv_splat(-GR_REACH)), qv_splat(GR_REACH));
+    const qv_i32 t = qv_trunc(f);
+    const qv_i32 up = qv_lt(f, qv_float(t)); // -1 where t > f
     gr_ibox out;
-    _mm_storeu_si128((__m128i *)&out, _mm_add_epi32(t, up));
+    qv_store_i32(&out, t + up);
     return out;
 }
 #endif
 
-/// gr_map on the four coordinates of a box. With SSE the four are mapped at
+/// gr_map on the four coordinates of a box. With vectors the four are mapped at
 /// once without branches (this runs twice for every move): the same clamps,
 /// and truncation corrected down where it rounded a negative value up is
 /// the same floor, so both paths give the same cells.
 static inline gr_ibox gr_map_box(const gr_grid *g, qg_rect r)
 {
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
     return gr_map_vec(g, qg_rect_vec(r));
 #else
     return (gr_ibox){gr_map(r.min_x, g->inv, g->org[0]), gr_map(r.min_y, g->inv, g->org[1]),
@@ -243,9 +240,8 @@ static inline void gr_reach_add(gr_grid *g, gr_ibox b)
 
 static inline bool gr_ibox_equal(gr_ibox a, gr_ibox b)
 {
-#if defined(__SSE2__)
-    const __m128i x = _mm_loadu_si128((const __m128i *)&a), y = _mm_loadu_si128((const __m128i *)&b);
-    return _mm_movemask_epi8(_mm_cmpeq_epi32(x, y)) == 0xffff;
+#if defined(QV_HAVE)
+    return qv_all(qv_load_i32(&a) == qv_load_i32(&b));
 #else
     return ((a.x0 == b.x0) & (a.x1 == b.x1)) & ((a.y0 == b.y0) & (a.y1 == b.y1));
 #endif

@@ -49,10 +49,10 @@ static inline void gr_remove(gr_grid *g, gr_bits *bits, const qg_index *index, q
 static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_txn *txn, qg_handle h,
                                 qg_rect box)
 {
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
     // The box kept as one vector: GCC would otherwise spill its two halves
     // and reload them as one (a store-forwarding stall on every move).
-    const __m128 v = qg_rect_vec(box);
+    const qv_f32 v = qg_rect_vec(box);
     const gr_ibox nb = gr_map_vec(g, v);
 #else
     const gr_ibox nb = gr_map_box(g, box);
@@ -81,8 +81,8 @@ static inline qg_status gr_move(gr_grid *g, gr_bits *bits, qg_index *index, qg_t
             gr_reach_add(g, nb);
         }
     }
-#if defined(__SSE2__)
-    _mm_storeu_ps(&index->boxes[h].min_x, v);
+#if defined(QV_HAVE)
+    qv_storef(&index->boxes[h].min_x, v);
 #else
     index->boxes[h] = box;
 #endif

@@ -111,9 +111,7 @@
 #include "../kind.h"
 #include "../pool.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "../vec.h"
 
 #if defined(__GNUC__)
 #define LG_PREFETCH(p) __builtin_prefetch(p)
@@ -233,19 +231,18 @@ static inline int32_t lg_loose_of(const loose_grid *g, qg_rect b)
 }
 
 /// The tight-cell range of the box (l, t, r, b): lg_map on its four
-/// coordinates, at once with SSE (this runs for every element in the pair
+/// coordinates, at once with vectors (this runs for every element in the pair
 /// loop and for every loose cell in qg_cleanup).
 static inline lg_range lg_range_of(const loose_grid *g, float l, float t, float r, float b)
 {
     if (!(l <= r))
         return (lg_range){0, 0, -1, -1};
-#if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(l, t, r, b), _mm_setr_ps(g->ox, g->oy, g->ox, g->oy)),
-                          _mm_setr_ps(g->tsx, g->tsy, g->tsx, g->tsy));
+#if defined(QV_HAVE)
+    qv_f32 f = ((qv_f32){l, t, r, b} - (qv_f32){g->ox, g->oy, g->ox, g->oy}) * (qv_f32){g->tsx, g->tsy, g->tsx, g->tsy};
     const float lx = (float)(g->tcols - 1), ly = (float)(g->trows - 1);
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()), _mm_setr_ps(lx, ly, lx, ly));
+    f = qv_min(qv_max(f, qv_splat(0.0f)), (qv_f32){lx, ly, lx, ly});
     int32_t out[4];
-    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    qv_store_i32(out, qv_trunc(f));
     return (lg_range){out[0], out[1], out[2], out[3]};
 #else
     return (lg_range){lg_map(l, g->ox, g->tsx, g->tcols - 1), lg_map(t, g->oy, g->tsy, g->trows - 1),

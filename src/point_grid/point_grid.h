@@ -127,17 +127,15 @@
 
 #include "../kind.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 // AVX2 is chosen at run time (qg_create asks the processor), so the library
-// still runs on any x86-64.
-#if defined(__GNUC__) && defined(__x86_64__)
+// still runs on any x86-64; -DQV_SCALAR leaves it out with the rest.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(QV_SCALAR)
 #include <immintrin.h>
 #define PG_HAVE_AVX2 1
 #endif
-// The portable vector kernels (pairs_vec.c) where the platform has a
-// 128-bit unit: the only ones off x86, the fallback from AVX2 on it.
+// The portable vector kernels (pairs_vec.c, the cell mappings, the ray and
+// nearest filters) where the platform has a 128-bit unit: the only ones off
+// x86, the fallback from AVX2 on it.
 #include "../vec.h"
 
 /// Size levels; the last one takes any size.
@@ -293,14 +291,12 @@ static inline pg_point pg_box_point(const pg_level *L, qg_rect b)
 /// clamps as pg_map, without branches.
 static inline void pg_point_pair(const pg_level *L, qg_rect a, qg_rect b, pg_point *pa, pg_point *pb)
 {
-#if defined(__SSE2__)
-    __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(a.min_x, a.min_y, b.min_x, b.min_y),
-                                     _mm_setr_ps(L->ox, L->oy, L->ox, L->oy)),
-                          _mm_setr_ps(L->sx, L->sy, L->sx, L->sy));
-    f = _mm_min_ps(_mm_max_ps(f, _mm_setzero_ps()),
-                   _mm_setr_ps(L->gmaxf_x, L->gmaxf_y, L->gmaxf_x, L->gmaxf_y));
+#if defined(QV_HAVE)
+    qv_f32 f = ((qv_f32){a.min_x, a.min_y, b.min_x, b.min_y} - (qv_f32){L->ox, L->oy, L->ox, L->oy}) *
+               (qv_f32){L->sx, L->sy, L->sx, L->sy};
+    f = qv_min(qv_max(f, qv_splat(0.0f)), (qv_f32){L->gmaxf_x, L->gmaxf_y, L->gmaxf_x, L->gmaxf_y});
     int32_t out[4];
-    _mm_storeu_si128((__m128i *)out, _mm_cvttps_epi32(f));
+    qv_store_i32(out, qv_trunc(f));
     *pa = (pg_point){out[0], out[1]};
     *pb = (pg_point){out[2], out[3]};
 #else

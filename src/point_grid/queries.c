@@ -25,7 +25,7 @@
 //   random), its point and size byte, already in the slot, bound the box
 //   to a few quanta, and a slab test in the level's fixed-point coordinates
 //   (the mapping is affine, so t is the same there) with a tolerance of a
-//   few quanta drops most candidates, four slots at a time with SSE2. Only
+//   few quanta drops most candidates, four slots at a time with vectors. Only
 //   interior cells use it (border cells hold clamped points), and only
 //   while the mapped ray stays small enough for float rounding to stay
 //   under that tolerance.
@@ -41,7 +41,7 @@
 //   distance is skipped, and the rings stop there. While the level is snug
 //   (fresh from a re-sort: every point in its cell proper) the margins are
 //   left out, and ring 1 skips about half its cells on `knn`.
-// - Slots are bounded eight at a time (AVX2, chosen at run time; SSE2 four)
+// - Slots are bounded eight at a time (AVX2, chosen at run time; else four)
 //   from point and size byte, from below (the quantized hull) and from
 //   above (the part of the box its size byte proves). The k smallest upper
 //   bounds queued make a limit no farther candidate can pass, so of the
@@ -198,62 +198,66 @@ static inline bool pg_ray_queue(const qg_rect *boxes, qg_ray *r, pg_ray_batch *b
     return b->n < PG_RAY_BATCH || pg_ray_flush(boxes, r, b);
 }
 
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
+/// The width nibbles of four order words, (v >> 24) & 15 (nib: 15 in
+/// each lane), the and in 64-bit lanes as GCC's SSE2 header declares pand:
+/// in 32-bit lanes GCC shares the 15 with the nibble compares and holds it
+/// in a register, which costs pg_near_cell's loop a spill.
+static inline qv_i32 pg_nib_x(qv_i32 v, qv_i32 nib)
+{
+    typedef uint64_t pg_u64x2 __attribute__((vector_size(16)));
+    return (qv_i32)((pg_u64x2)((qv_u32)v >> 24) & (pg_u64x2)nib);
+}
+
 /// The slots [s0, s1) of interior cell (cx, cy) of a fresh level, four at a
 /// time: pg_qray_may_hit on the quantized hull of each (a slab test in
 /// fixed point), the survivors queued. False when the callback stopped.
-static bool pg_ray_cell_sse(const pg_level *L, const qg_rect *boxes, qg_ray *r, const pg_qray *q, pg_ray_batch *b,
+static bool pg_ray_cell_vec(const pg_level *L, const qg_rect *boxes, qg_ray *r, const pg_qray *q, pg_ray_batch *b,
                             int32_t cx, int32_t cy, int32_t s0, int32_t s1)
 {
-    const __m128i vbx = _mm_set1_epi32((cx << PG_QBITS) - PG_M), vby = _mm_set1_epi32((cy << PG_QBITS) - PG_M);
-    const __m128i byte = _mm_set1_epi32(0xFF), nib = _mm_set1_epi32(15), dead = _mm_set1_epi32(PG_MAX_HANDLES);
-    const __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
-    const __m128 unit_x = _mm_set1_ps((float)L->unit_x), unit_y = _mm_set1_ps((float)L->unit_y);
-    const __m128 vpadx = _mm_set1_ps(q->padq_x + 1.0f), vpady = _mm_set1_ps(q->padq_y + 1.0f);
-    const __m128 one = _mm_set1_ps(1.0f), tol = _mm_set1_ps(q->tol), inf = _mm_set1_ps(INFINITY);
-    const __m128 ox = _mm_set1_ps(q->ox), oy = _mm_set1_ps(q->oy), ix = _mm_set1_ps(q->ix), iy = _mm_set1_ps(q->iy);
+    const qv_i32 vbx = qv_splat_i32((cx << PG_QBITS) - PG_M), vby = qv_splat_i32((cy << PG_QBITS) - PG_M);
+    const qv_i32 byte = qv_splat_i32(0xFF), nib = qv_splat_i32(15), dead = qv_splat_i32(PG_MAX_HANDLES);
+    const qv_i32 lane = {0, 1, 2, 3};
+    const qv_f32 unit_x = qv_splat((float)L->unit_x), unit_y = qv_splat((float)L->unit_y);
+    const qv_f32 vpadx = qv_splat(q->padq_x + 1.0f), vpady = qv_splat(q->padq_y + 1.0f);
+    const qv_f32 one = qv_splat(1.0f), tol = qv_splat(q->tol), inf = qv_splat(INFINITY);
+    const qv_f32 ox = qv_splat(q->ox), oy = qv_splat(q->oy), ix = qv_splat(q->ix), iy = qv_splat(q->iy);
     // A zero direction on an axis: the origin must lie in the slab.
-    const __m128 flat_x = _mm_castsi128_ps(_mm_set1_epi32(q->dx == 0.0f ? -1 : 0));
-    const __m128 flat_y = _mm_castsi128_ps(_mm_set1_epi32(q->dy == 0.0f ? -1 : 0));
+    const qv_i32 flat_x = qv_splat_i32(q->dx == 0.0f ? -1 : 0);
+    const qv_i32 flat_y = qv_splat_i32(q->dy == 0.0f ? -1 : 0);
     for (int32_t s = s0; s < s1; s += 4) {
         // Slots past the cell's end are read (order and sq keep PG_PAD
         // slots of slack) and masked off.
-        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)&L->order[s]);
-        const __m128i qq =
-            _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)(const void *)&L->sq[s]), _mm_setzero_si128());
-        const __m128 px = _mm_cvtepi32_ps(_mm_add_epi32(vbx, _mm_and_si128(qq, byte)));
-        const __m128 py = _mm_cvtepi32_ps(_mm_add_epi32(vby, _mm_srli_epi32(qq, 8)));
-        const __m128i nx = _mm_and_si128(_mm_srli_epi32(v, 24), nib), ny = _mm_srli_epi32(v, 28);
-        const __m128 fx = _mm_castsi128_ps(_mm_cmpeq_epi32(nx, nib)), fy = _mm_castsi128_ps(_mm_cmpeq_epi32(ny, nib));
-        const __m128 wx = _mm_or_ps(_mm_and_ps(fx, vpadx),
-                                    _mm_andnot_ps(fx, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(nx), unit_x), one)));
-        const __m128 wy = _mm_or_ps(_mm_and_ps(fy, vpady),
-                                    _mm_andnot_ps(fy, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(ny), unit_y), one)));
-        const __m128 x0 = _mm_sub_ps(px, tol), x1 = _mm_add_ps(_mm_add_ps(px, wx), tol);
-        const __m128 y0 = _mm_sub_ps(py, tol), y1 = _mm_add_ps(_mm_add_ps(py, wy), tol);
+        const qv_i32 v = qv_load_i32(&L->order[s]);
+        const qv_i32 qq = qv_load_u16x4(&L->sq[s]);
+        const qv_f32 px = qv_float(vbx + (qq & byte));
+        const qv_f32 py = qv_float(vby + (qv_i32)((qv_u32)qq >> 8));
+        const qv_i32 nx = pg_nib_x(v, nib), ny = (qv_i32)((qv_u32)v >> 28);
+        const qv_i32 fx = nx == nib, fy = ny == nib;
+        const qv_f32 wx = qv_select(fx, vpadx, qv_float(nx) * unit_x + one);
+        const qv_f32 wy = qv_select(fy, vpady, qv_float(ny) * unit_y + one);
+        const qv_f32 x0 = px - tol, x1 = px + wx + tol;
+        const qv_f32 y0 = py - tol, y1 = py + wy + tol;
         // Slab parameters; on a flat axis, all or nothing by the origin.
-        const __m128 ax = _mm_mul_ps(_mm_sub_ps(x0, ox), ix), bx = _mm_mul_ps(_mm_sub_ps(x1, ox), ix);
-        const __m128 ay = _mm_mul_ps(_mm_sub_ps(y0, oy), iy), by = _mm_mul_ps(_mm_sub_ps(y1, oy), iy);
-        const __m128 in_x = _mm_and_ps(_mm_cmpge_ps(ox, x0), _mm_cmple_ps(ox, x1));
-        const __m128 in_y = _mm_and_ps(_mm_cmpge_ps(oy, y0), _mm_cmple_ps(oy, y1));
-        const __m128 lo_x = _mm_or_ps(_mm_andnot_ps(flat_x, _mm_min_ps(ax, bx)),
-                                      _mm_and_ps(flat_x, _mm_andnot_ps(in_x, inf)));
-        const __m128 hi_x = _mm_or_ps(_mm_andnot_ps(flat_x, _mm_max_ps(ax, bx)), _mm_and_ps(flat_x, inf));
-        const __m128 lo_y = _mm_or_ps(_mm_andnot_ps(flat_y, _mm_min_ps(ay, by)),
-                                      _mm_and_ps(flat_y, _mm_andnot_ps(in_y, inf)));
-        const __m128 hi_y = _mm_or_ps(_mm_andnot_ps(flat_y, _mm_max_ps(ay, by)), _mm_and_ps(flat_y, inf));
-        const __m128 t0 = _mm_max_ps(_mm_max_ps(lo_x, lo_y), _mm_setzero_ps());
-        const __m128 t1 = _mm_min_ps(_mm_min_ps(hi_x, hi_y), _mm_set1_ps(r->max_t));
+        const qv_f32 ax = (x0 - ox) * ix, bx = (x1 - ox) * ix;
+        const qv_f32 ay = (y0 - oy) * iy, by = (y1 - oy) * iy;
+        const qv_i32 in_x = qv_le(x0, ox) & qv_le(ox, x1);
+        const qv_i32 in_y = qv_le(y0, oy) & qv_le(oy, y1);
+        const qv_f32 lo_x = qv_select(flat_x, (qv_f32)qv_andnot(in_x, (qv_i32)inf), qv_min(ax, bx));
+        const qv_f32 hi_x = qv_select(flat_x, inf, qv_max(ax, bx));
+        const qv_f32 lo_y = qv_select(flat_y, (qv_f32)qv_andnot(in_y, (qv_i32)inf), qv_min(ay, by));
+        const qv_f32 hi_y = qv_select(flat_y, inf, qv_max(ay, by));
+        const qv_f32 t0 = qv_max(qv_max(lo_x, lo_y), qv_splat(0.0f));
+        const qv_f32 t1 = qv_min(qv_min(hi_x, hi_y), qv_splat(r->max_t));
         // The relative slack of pg_qray_may_hit: the two parametrisations
         // round differently.
-        const __m128 slack = _mm_mul_ps(_mm_set1_ps(1e-6f), _mm_add_ps(_mm_max_ps(t1, _mm_sub_ps(_mm_setzero_ps(), t1)), one));
-        const __m128i live = _mm_andnot_si128(_mm_cmpeq_epi32(_mm_and_si128(v, dead), dead),
-                                              _mm_cmplt_epi32(lane, _mm_set1_epi32(s1 - s)));
-        int mask = _mm_movemask_ps(_mm_and_ps(_mm_cmple_ps(t0, _mm_add_ps(t1, slack)), _mm_castsi128_ps(live)));
+        const qv_f32 slack = qv_splat(1e-6f) * (qv_max(t1, qv_splat(0.0f) - t1) + one);
+        const qv_i32 live = qv_andnot((v & dead) == dead, lane < qv_splat_i32(s1 - s));
+        int mask = qv_bits(qv_le(t0, t1 + slack) & live);
         if (mask == 0)
             continue;
         uint32_t hv[4];
-        _mm_storeu_si128((__m128i *)(void *)hv, v);
+        qv_store_i32(hv, v);
         while (mask != 0) {
             const int i = __builtin_ctz((unsigned)mask);
             mask &= mask - 1;
@@ -292,9 +296,9 @@ static bool pg_ray_row(const pg_level *L, const qg_rect *boxes, qg_ray *r, const
                 break;
         }
         const bool filter = q->on && L->fresh && inner;
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
         if (filter) {
-            if (!pg_ray_cell_sse(L, boxes, r, q, b, cx, cy, s0, s1))
+            if (!pg_ray_cell_vec(L, boxes, r, q, b, cx, cy, s0, s1))
                 return false;
             continue;
         }
@@ -466,8 +470,8 @@ typedef struct pg_near_k {
     float ux, uy;         ///< world units per quantum
     float unitf_x, unitf_y; ///< quanta per unit of the size byte
     bool wide;            ///< the processor runs AVX2 (pg_near_cell_wide)
-#if defined(__SSE2__)
-    __m128 vqx, vqy, unit_x, unit_y, vpadx, vpady, vux, vuy;
+#if defined(QV_HAVE)
+    qv_f32 vqx, vqy, unit_x, unit_y, vpadx, vpady, vux, vuy;
 #endif
 } pg_near_k;
 
@@ -510,7 +514,7 @@ static inline void pg_near_queue(const qg_rect *boxes, qg_near *c, pg_near_batch
         pg_near_flush(boxes, c, b);
 }
 
-#if defined(PG_HAVE_AVX2) || defined(__SSE2__)
+#if defined(PG_HAVE_AVX2) || defined(QV_HAVE)
 /// Queues the slots of a step whose lanes `mask` keeps (their boxes
 /// prefetched): the vector kernels' common tail. The caller made room.
 static inline void pg_near_keep(const qg_rect *boxes, pg_near_batch *b, int mask, const uint32_t *hv,
@@ -644,9 +648,9 @@ __attribute__((target("avx2"))) static void pg_near_cell_wide(const pg_level *L,
 /// ceil(w / unit) of the mapped width w, and 15 means more, so w >= (n - 1)
 /// * unit: the box holds [p, p + (n - 1) * unit] to within the mapping's
 /// rounding (the min corner alone bounded it before: boxes a query lies
-/// right of or above were counted their width too far). With SSE2, four
-/// slots at a time: most slots of a cell are far from the point, and this
-/// test is the search's main work.
+/// right of or above were counted their width too far). With vectors,
+/// four slots at a time: most slots of a cell are far from the point, and
+/// this test is the search's main work.
 static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg_near_batch *b, const pg_near_k *K,
                          int32_t cx, int32_t cy, bool filter)
 {
@@ -668,58 +672,53 @@ static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg
         return;
     }
 #endif
-#if defined(__SSE2__)
+#if defined(QV_HAVE)
     {
-        const __m128 one = _mm_set1_ps(1.0f), three = _mm_set1_ps(3.0f), zero = _mm_setzero_ps();
-        const __m128 shrink = _mm_set1_ps(0.999f);
-        const __m128i vbx = _mm_set1_epi32(bx), vby = _mm_set1_epi32(by), byte = _mm_set1_epi32(0xFF);
-        const __m128i nib = _mm_set1_epi32(15), dead = _mm_set1_epi32(PG_MAX_HANDLES);
-        const __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
+        const qv_f32 one = qv_splat(1.0f), three = qv_splat(3.0f), zero = qv_splat(0.0f);
+        const qv_f32 shrink = qv_splat(0.999f);
+        const qv_i32 vbx = qv_splat_i32(bx), vby = qv_splat_i32(by), byte = qv_splat_i32(0xFF);
+        const qv_i32 nib = qv_splat_i32(15), dead = qv_splat_i32(PG_MAX_HANDLES);
+        const qv_i32 lane = {0, 1, 2, 3};
         for (; s < s1; s += 4) {
             // Slots past the cell's end are read (order and sq keep PG_PAD
             // slots of slack) and masked off.
-            const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)&L->order[s]);
-            const __m128i q = _mm_unpacklo_epi16(_mm_loadl_epi64((const __m128i *)(const void *)&L->sq[s]),
-                                                 _mm_setzero_si128());
-            const __m128 px = _mm_cvtepi32_ps(_mm_add_epi32(vbx, _mm_and_si128(q, byte)));
-            const __m128 py = _mm_cvtepi32_ps(_mm_add_epi32(vby, _mm_srli_epi32(q, 8)));
-            const __m128i nx = _mm_and_si128(_mm_srli_epi32(v, 24), nib), ny = _mm_srli_epi32(v, 28);
-            const __m128 fx = _mm_castsi128_ps(_mm_cmpeq_epi32(nx, nib)), fy = _mm_castsi128_ps(_mm_cmpeq_epi32(ny, nib));
-            const __m128 wx = _mm_or_ps(_mm_and_ps(fx, K->vpadx),
-                                        _mm_andnot_ps(fx, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(nx), K->unit_x), one)));
-            const __m128 wy = _mm_or_ps(_mm_and_ps(fy, K->vpady),
-                                        _mm_andnot_ps(fy, _mm_add_ps(_mm_mul_ps(_mm_cvtepi32_ps(ny), K->unit_y), one)));
-            __m128 ex = _mm_max_ps(_mm_sub_ps(px, K->vqx), _mm_sub_ps(K->vqx, _mm_add_ps(px, wx)));
-            __m128 ey = _mm_max_ps(_mm_sub_ps(py, K->vqy), _mm_sub_ps(K->vqy, _mm_add_ps(py, wy)));
-            ex = _mm_mul_ps(_mm_max_ps(_mm_sub_ps(ex, three), zero), K->vux);
-            ey = _mm_mul_ps(_mm_max_ps(_mm_sub_ps(ey, three), zero), K->vuy);
-            const __m128 ex2 = _mm_mul_ps(ex, ex), ey2 = _mm_mul_ps(ey, ey);
-            const __m128 lb = _mm_mul_ps(shrink, _mm_add_ps(ex2, ey2));
-            const __m128i live = _mm_andnot_si128(_mm_cmpeq_epi32(_mm_and_si128(v, dead), dead),
-                                                  _mm_cmplt_epi32(lane, _mm_set1_epi32(s1 - s)));
+            const qv_i32 v = qv_load_i32(&L->order[s]);
+            const qv_i32 q = qv_load_u16x4(&L->sq[s]);
+            const qv_f32 px = qv_float(vbx + (q & byte));
+            const qv_f32 py = qv_float(vby + (qv_i32)((qv_u32)q >> 8));
+            const qv_i32 nx = pg_nib_x(v, nib), ny = (qv_i32)((qv_u32)v >> 28);
+            const qv_i32 fx = nx == nib, fy = ny == nib;
+            const qv_f32 wx = qv_select(fx, K->vpadx, qv_float(nx) * K->unit_x + one);
+            const qv_f32 wy = qv_select(fy, K->vpady, qv_float(ny) * K->unit_y + one);
+            qv_f32 ex = qv_max(px - K->vqx, K->vqx - (px + wx));
+            qv_f32 ey = qv_max(py - K->vqy, K->vqy - (py + wy));
+            ex = qv_max(ex - three, zero) * K->vux;
+            ey = qv_max(ey - three, zero) * K->vuy;
+            const qv_f32 ex2 = ex * ex, ey2 = ey * ey;
+            const qv_f32 lb = shrink * (ex2 + ey2);
+            const qv_i32 live = qv_andnot((v & dead) == dead, lane < qv_splat_i32(s1 - s));
             const float bound = qg_near_bound(c), limit = b->limit;
-            const __m128 keep =
-                _mm_and_ps(_mm_cmple_ps(lb, _mm_set1_ps(bound < limit ? bound : limit)), _mm_castsi128_ps(live));
-            int mask = _mm_movemask_ps(keep);
+            const qv_i32 keep = qv_le(lb, qv_splat(bound < limit ? bound : limit)) & live;
+            int mask = qv_bits(keep);
             if (mask == 0)
                 continue;
             // Upper bounds (see pg_near_cell's comment), four quanta long,
             // a thousandth long overall. Only the lanes below the current
             // limit move it.
-            const __m128 four = _mm_set1_ps(4.0f);
-            const __m128 rx = _mm_max_ps(_mm_sub_ps(_mm_mul_ps(_mm_cvtepi32_ps(nx), K->unit_x), K->unit_x), zero);
-            const __m128 ry = _mm_max_ps(_mm_sub_ps(_mm_mul_ps(_mm_cvtepi32_ps(ny), K->unit_y), K->unit_y), zero);
-            const __m128 ox_ = _mm_max_ps(_mm_max_ps(_mm_sub_ps(px, K->vqx), _mm_sub_ps(K->vqx, _mm_add_ps(px, rx))), zero);
-            const __m128 oy_ = _mm_max_ps(_mm_max_ps(_mm_sub_ps(py, K->vqy), _mm_sub_ps(K->vqy, _mm_add_ps(py, ry))), zero);
-            const __m128 gx = _mm_mul_ps(_mm_add_ps(ox_, four), K->vux);
-            const __m128 gy = _mm_mul_ps(_mm_add_ps(oy_, four), K->vuy);
-            const __m128 ub = _mm_mul_ps(_mm_set1_ps(1.001f), _mm_add_ps(_mm_mul_ps(gx, gx), _mm_mul_ps(gy, gy)));
-            int upper = c->k <= QG_NEAR_CACHE ? mask & _mm_movemask_ps(_mm_cmplt_ps(ub, _mm_set1_ps(limit))) : 0;
+            const qv_f32 four = qv_splat(4.0f);
+            const qv_f32 rx = qv_max(qv_float(nx) * K->unit_x - K->unit_x, zero);
+            const qv_f32 ry = qv_max(qv_float(ny) * K->unit_y - K->unit_y, zero);
+            const qv_f32 ox_ = qv_max(qv_max(px - K->vqx, K->vqx - (px + rx)), zero);
+            const qv_f32 oy_ = qv_max(qv_max(py - K->vqy, K->vqy - (py + ry)), zero);
+            const qv_f32 gx = (ox_ + four) * K->vux;
+            const qv_f32 gy = (oy_ + four) * K->vuy;
+            const qv_f32 ub = qv_splat(1.001f) * (gx * gx + gy * gy);
+            int upper = c->k <= QG_NEAR_CACHE ? mask & qv_bits(qv_lt(ub, qv_splat(limit))) : 0;
             uint32_t hv[4];
             float lbv[4], ubv[4];
-            _mm_storeu_si128((__m128i *)(void *)hv, v);
-            _mm_storeu_ps(lbv, lb);
-            _mm_storeu_ps(ubv, ub);
+            qv_store_i32(hv, v);
+            qv_storef(lbv, lb);
+            qv_storef(ubv, ub);
             if (b->n > PG_NEAR_BATCH - 4)
                 pg_near_flush(boxes, c, b);
             pg_near_keep(boxes, b, mask, hv, lbv);
@@ -902,15 +901,15 @@ static void pg_near_level(const pg_level *L, const qg_rect *boxes, qg_near *c, b
     K.unitf_x = (float)L->unit_x;
     K.unitf_y = (float)L->unit_y;
     K.wide = wide;
-#if defined(__SSE2__)
-    K.vqx = _mm_set1_ps(qx);
-    K.vqy = _mm_set1_ps(qy);
-    K.unit_x = _mm_set1_ps((float)L->unit_x);
-    K.unit_y = _mm_set1_ps((float)L->unit_y);
-    K.vpadx = _mm_set1_ps(K.padq_x + 1.0f);
-    K.vpady = _mm_set1_ps(K.padq_y + 1.0f);
-    K.vux = _mm_set1_ps(K.ux);
-    K.vuy = _mm_set1_ps(K.uy);
+#if defined(QV_HAVE)
+    K.vqx = qv_splat(qx);
+    K.vqy = qv_splat(qy);
+    K.unit_x = qv_splat((float)L->unit_x);
+    K.unit_y = qv_splat((float)L->unit_y);
+    K.vpadx = qv_splat(K.padq_x + 1.0f);
+    K.vpady = qv_splat(K.padq_y + 1.0f);
+    K.vux = qv_splat(K.ux);
+    K.vuy = qv_splat(K.uy);
 #endif
     pg_near_batch b;
     b.n = 0;
