@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The leaf helpers every part of the library shares: the closed-box tests,
-// a box as one SSE2 vector, bit tricks, extents. Nothing here knows an index:
-// this header includes only the public types, so the engine, the kinds and
-// the dispatcher all stand on it without including each other.
+// a box as one vector (vec.h), bit tricks, extents. Nothing here knows an
+// index: this header includes only the public types and vec.h, so the
+// engine, the kinds and the dispatcher all stand on it without including
+// each other.
 #ifndef QG_GEOM_H
 #define QG_GEOM_H
 
@@ -107,9 +108,9 @@ static inline bool qg_rect_inside_negated(qg_rect box, const float *w)
 /// True when AVX2 kernels may run (the point grid's cell pairs, the static
 /// caches' join): the processor has AVX2 and the
 /// environment does not set QG_NO_AVX2. Asked once per index. The
-/// switch lets the tests run the SSE2 kernels on a processor with AVX2
-/// (each form is compared with brute force) and a user rule out the wide
-/// form when chasing a difference.
+/// switch lets the tests run the portable (SSE2) kernels on a processor with
+/// AVX2 (each form is compared with brute force) and a user rule out the
+/// wide form when chasing a difference. Never under QV_SCALAR.
 static inline bool qg_cpu_avx2(void)
 {
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(QV_SCALAR)

@@ -31,11 +31,11 @@ build() { # name extra-flags
         $link -sEXPORT_NAME=createQuadgrid$1 -o "dist/quadgrid-$1.mjs"
 }
 build scalar ""
-# SIMD128 by the compiler's own vectoriser. Not -msse2: emscripten's SSE2
-# headers would bring the library's SSE2 kernels in, but several of their
-# intrinsics have no one-instruction SIMD128 form, and that build measured
-# slower (agents, 100,000, one process, alternating: quadtree update 7.7 ms
-# against 5.1, grid pairs 6.6 against 3.3).
+# SIMD128: the library's portable kernels (src/vec.h) in SIMD128, and the
+# compiler's own vectoriser. Not -msse2: emscripten's SSE2 headers map some
+# intrinsics to several SIMD128 instructions, and such a build of the old
+# SSE2 kernels measured slower (agents, 100,000, one process, alternating:
+# quadtree update 7.7 ms against 5.1, grid pairs 6.6 against 3.3).
 build simd "-msimd128"
 
 if [ "${1:-}" = "--diff" ]; then
