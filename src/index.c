@@ -490,6 +490,16 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     if (old == NULL)
         return QG_ERR_NOMEM;
     int32_t *layer_pos = (int32_t *)(old + n);
+    int32_t leaving = 0;
+    for (int32_t j = 0; j < n; ++j)
+        leaving += qg_engine_place(index, handles[j]) >= 0;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    if (leaving > 0 && !qg_engine_reserve_layer_moves(index, &txn, leaving)) {
+        qg_txn_rollback(&txn);
+        qg_mem_free(&index->alloc, old, bytes);
+        return QG_ERR_NOMEM;
+    }
     qg_status s = QG_OK;
     int32_t i = 0;
     for (; i < n; ++i) {
@@ -509,6 +519,8 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
         else
             (void)qg_move(index, handles[i], old[i]); // cannot fail (see above); the index stays valid
     }
+    if (s != QG_OK)
+        qg_txn_rollback(&txn);
     qg_mem_free(&index->alloc, old, bytes);
     return s;
 }

@@ -107,6 +107,12 @@ static bool reserve_rebuild(qg_index *index, qg_txn *txn, int64_t total, int64_t
            qg_txn_reserve(txn, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle), pending);
 }
 
+bool qg_engine_reserve_layer_moves(qg_index *index, qg_txn *txn, int32_t k)
+{
+    const qg_engine *e = index->engine;
+    return reserve_rebuild(index, txn, (int64_t)e->layer.live + e->pending, (int64_t)e->pending + k);
+}
+
 void qg_engine_make_cache(qg_index *index)
 {
     qg_engine *e = index->engine;

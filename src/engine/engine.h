@@ -180,6 +180,13 @@ qg_status qg_engine_move_layer(qg_index *index, qg_handle h, qg_rect box);
 /// Undoes qg_engine_move_layer of h (its batch failed): h leaves the kind
 /// and re-enters the layer at position pos (its tombstone) with box old.
 void qg_engine_unmove(qg_index *index, qg_handle h, int32_t pos, qg_rect old);
+
+/// Room, in txn, for k more static elements to leave the layer before the
+/// next qg_cleanup (what qg_engine_move_layer reserves one at a time): a
+/// batch reserves it first, so the moves take none, and a failed batch
+/// rolls it back once its moves are undone (the room is only written at
+/// qg_cleanup).
+bool qg_engine_reserve_layer_moves(qg_index *index, qg_txn *txn, int32_t k);
 /// Undoes a qg_move of h, which was in the fat layer with box `old` (its
 /// batch failed): h is in the fat layer again, at `old`, whether its move
 /// kept it there or took it to the kind. No allocation.
