@@ -480,22 +480,33 @@ qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, qg_pair_
 /// The batch as n qg_move calls; on QG_ERR_NOMEM at move i the moves before
 /// it are undone in reverse order. Each undo returns the structure to a state
 /// it held earlier in this call, with capacity that only grew since, so an
-/// undo finds the memory it needs already held.
+/// undo finds the memory it needs already held; what grew is given back
+/// after (the layer's room through the txn, the kind's through batch_trim,
+/// a cache the moves made).
 static qg_status move_many_serial(qg_index *index, const qg_handle *handles, const qg_rect *boxes, int32_t n)
 {
     // Per move: the old box, and where a static element sat in the layer
-    // (-1: in the kind).
+    // (-1: in the kind; -2, fat: its move may take it to the kind). A move
+    // changes only its own element's place (the layer's slots stay put until
+    // a rebuild), so both are read before the first.
     const size_t bytes = (size_t)n * (sizeof(qg_rect) + sizeof(int32_t));
     qg_rect *old = qg_mem_alloc(&index->alloc, bytes);
     if (old == NULL)
         return QG_ERR_NOMEM;
     int32_t *layer_pos = (int32_t *)(old + n);
     int32_t leaving = 0;
-    for (int32_t j = 0; j < n; ++j)
-        leaving += qg_engine_place(index, handles[j]) >= 0;
+    for (int32_t j = 0; j < n; ++j) {
+        old[j] = qg_element_box(index, handles[j]);
+        layer_pos[j] = qg_engine_place(index, handles[j]);
+        leaving += layer_pos[j] >= 0;
+    }
+    // A dynamic element's move may make the engine's cache (qg_engine_moved).
+    const bool had_cache = qg_engine_has_cache(index);
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
-    if (leaving > 0 && !qg_engine_reserve_layer_moves(index, &txn, leaving)) {
+    void *mark = NULL;
+    if ((leaving > 0 && !qg_engine_reserve_layer_moves(index, &txn, leaving)) ||
+        (index->klass->batch_mark != NULL && (mark = index->klass->batch_mark(index)) == NULL)) {
         qg_txn_rollback(&txn);
         qg_mem_free(&index->alloc, old, bytes);
         return QG_ERR_NOMEM;
@@ -503,8 +514,6 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     qg_status s = QG_OK;
     int32_t i = 0;
     for (; i < n; ++i) {
-        old[i] = qg_element_box(index, handles[i]);
-        layer_pos[i] = qg_engine_place(index, handles[i]); // -2, fat: its move may take it to the kind
         s = qg_move(index, handles[i], boxes[i]);
         if (s != QG_OK)
             break;
@@ -519,8 +528,13 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
         else
             (void)qg_move(index, handles[i], old[i]); // cannot fail (see above); the index stays valid
     }
-    if (s != QG_OK)
+    if (mark != NULL)
+        index->klass->batch_trim(index, mark, s != QG_OK);
+    if (s != QG_OK) {
+        if (!had_cache && qg_engine_has_cache(index))
+            qg_engine_drop_cache(index);
         qg_txn_rollback(&txn);
+    }
     qg_mem_free(&index->alloc, old, bytes);
     return s;
 }

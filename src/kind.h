@@ -110,6 +110,15 @@ struct qg_kind_class {
     /// or nothing: may fail only with QG_ERR_NOMEM or QG_ERR_CAPACITY, then
     /// before any change.
     qg_status (*insert_many)(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n);
+    /// For qg_move_many's one-by-one path (a batch with static elements,
+    /// index.c): its undo returns every element, but a kind whose moves grow
+    /// memory that their own undo record holds for one move only keeps that
+    /// growth. batch_mark notes the kind's capacities before the batch (NULL:
+    /// no memory, nothing changed); batch_trim frees the note, and after an
+    /// undo (`undone`) first gives back what grew since (never allocates).
+    /// Optional: the other kinds' undo leaves nothing behind.
+    void *(*batch_mark)(qg_index *index);
+    void (*batch_trim)(qg_index *index, void *mark, bool undone);
 };
 
 /// Defines the table of a kind whose struct is `type` and whose functions

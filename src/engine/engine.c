@@ -237,6 +237,11 @@ static void release_cache(qg_engine *e, qg_alloc *a)
     e->cache_gen = 0;
 }
 
+void qg_engine_drop_cache(qg_index *index)
+{
+    release_cache(index->engine, &index->alloc);
+}
+
 static int32_t layer_pos(const qg_index *index, qg_handle h)
 {
     int32_t pos;

@@ -167,6 +167,15 @@ static inline int32_t qg_engine_place(const qg_index *index, qg_handle h)
     return pos;
 }
 
+/// Whether the engine holds the static cache (qg_engine_moved makes it at a
+/// dynamic element's first move beside static ones).
+static inline bool qg_engine_has_cache(const qg_index *index)
+{
+    return index->engine != NULL && index->engine->cache != NULL;
+}
+/// After an undone batch whose moves made the cache: gives it back, as the
+/// engine was before (no fat layer element can exist without it).
+void qg_engine_drop_cache(qg_index *index);
 /// Reserves the per-slot arrays for `high` slots and the dynamic list for
 /// `add` more elements, through `txn` (its own: the kind's txn may be full).
 bool qg_engine_reserve_insert(qg_index *index, qg_txn *txn, int32_t high, int32_t add);

@@ -187,6 +187,17 @@ static qg_status grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle 
     return gr_insert_many(&((grid *)index)->g, NULL, index, txn, handles, n);
 }
 
+static void *grid_batch_mark(qg_index *index)
+{
+    return gr_mark_take(&((grid *)index)->g, &index->alloc);
+}
+
+static void grid_batch_trim(qg_index *index, void *mark, bool undone)
+{
+    gr_trim(&((grid *)index)->g, &index->alloc, mark, undone);
+}
+
 QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
                  .raycast = grid_raycast, .nearest = grid_nearest,
-                 .insert_many = grid_insert_many);
+                 .insert_many = grid_insert_many, .batch_mark = grid_batch_mark,
+                 .batch_trim = grid_batch_trim);

@@ -352,6 +352,17 @@ static qg_status multi_grid_insert_many(qg_index *index, qg_txn *txn, const qg_h
     return gr_insert_many(&mg->g, &mg->bits, index, txn, handles, n);
 }
 
+static void *multi_grid_batch_mark(qg_index *index)
+{
+    return gr_mark_take(&((multi_grid *)index)->g, &index->alloc);
+}
+
+static void multi_grid_batch_trim(qg_index *index, void *mark, bool undone)
+{
+    gr_trim(&((multi_grid *)index)->g, &index->alloc, mark, undone);
+}
+
 QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .pairs_part = multi_grid_pairs_part,
                  .move_many = multi_grid_move_many, .raycast = multi_grid_raycast, .nearest = multi_grid_nearest,
-                 .insert_many = multi_grid_insert_many);
+                 .insert_many = multi_grid_insert_many, .batch_mark = multi_grid_batch_mark,
+                 .batch_trim = multi_grid_batch_trim);

@@ -492,6 +492,82 @@ static inline void gr_clear(gr_grid *g)
     }
 }
 
+/* ---- a batch's capacity, given back ------------------------------------- */
+
+/// A row's memory as gr_mark found it.
+typedef struct gr_mark_row {
+    int32_t capacity;
+    uint8_t had_cells, grown, emptied;
+} gr_mark_row;
+
+/// The grid's capacities before qg_move_many's one-by-one path (a batch
+/// with static elements: index.c, move_many_serial). Each of its moves
+/// grows rows and the wide list on its own, and its undo returns every
+/// element but none of that memory (a row's undo record lasts one move), so
+/// this note of every row (8 bytes a row, at most GR_MAX_SIDE rows) lets
+/// gr_trim give it back.
+typedef struct gr_mark {
+    gr_ibox reach;
+    int32_t wide_capacity, nrows;
+    gr_mark_row rows[];
+} gr_mark;
+
+static inline size_t gr_mark_bytes(int32_t nrows)
+{
+    return sizeof(gr_mark) + (size_t)nrows * sizeof(gr_mark_row);
+}
+
+/// Notes g's capacities; NULL when that allocation fails (nothing changed).
+static inline gr_mark *gr_mark_take(const gr_grid *g, qg_alloc *alloc)
+{
+    gr_mark *m = qg_mem_alloc(alloc, gr_mark_bytes(g->nrows));
+    if (m == NULL)
+        return NULL;
+    m->reach = g->reach;
+    m->wide_capacity = g->wide_capacity;
+    m->nrows = g->nrows;
+    for (int32_t y = 0; y < g->nrows; ++y) {
+        const gr_row *r = &g->rows[y];
+        m->rows[y] = (gr_mark_row){r->capacity, r->cells != NULL, (uint8_t)r->grown, (uint8_t)r->emptied};
+    }
+    return m;
+}
+
+/// Frees the mark; after an undo (`undone`) first gives back every row's
+/// and the wide list's growth since it was taken. The undo left each row
+/// its old live count, which fits the old capacity, but its nodes may sit
+/// in other slots (an undone move frees one slot and takes another), so a
+/// grown row is compacted as qg_cleanup would (gr_row_shrink: the lists'
+/// order kept). Shrinks only: never allocates, cannot fail.
+static inline void gr_trim(gr_grid *g, qg_alloc *alloc, gr_mark *m, bool undone)
+{
+    if (undone) {
+        for (int32_t y = 0; y < g->nrows; ++y) {
+            gr_row *r = &g->rows[y];
+            const gr_mark_row *was = &m->rows[y];
+            if (r->capacity > was->capacity)
+                gr_row_shrink(g, alloc, r, was->capacity); // nodes NULL when that is 0
+            if (r->cells != NULL && !was->had_cells) {
+                // The batch gave this row its cells; the undo left it empty.
+                qg_mem_free(alloc, r->cells, (size_t)g->cols * sizeof(int32_t));
+                r->cells = NULL;
+                r->high = 0;
+                r->free_head = -1;
+            }
+            r->grown = was->grown;
+            r->emptied = was->emptied;
+        }
+        if (g->wide_capacity > m->wide_capacity) {
+            // The undo took every element the batch put there off again.
+            g->wide = qg_mem_resize(alloc, g->wide, (size_t)g->wide_capacity * sizeof(int32_t),
+                                    (size_t)m->wide_capacity * sizeof(int32_t));
+            g->wide_capacity = m->wide_capacity;
+        }
+        g->reach = m->reach; // what the undone moves linked is gone
+    }
+    qg_mem_free(alloc, m, gr_mark_bytes(m->nrows));
+}
+
 /* ---- grow first --------------------------------------------------------- */
 
 /// Gives back what gr_reserve grew in the first `done` rows of b.
