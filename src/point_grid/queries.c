@@ -209,6 +209,32 @@ static inline qv_i32 pg_nib_x(qv_i32 v, qv_i32 nib)
     return (qv_i32)((pg_u64x2)((qv_u32)v >> 24) & (pg_u64x2)nib);
 }
 
+/// Four slots [s, s + 4) of a cell, as the ray and the nearest kernels
+/// test them: the order words (v), and each slot's quantized hull, its min
+/// corner (px, py: quanta from the cell's base vbx, vby), width nibbles
+/// (nx, ny) and widths (wx, wy: nibble * unit + 1, or pad where the nibble is
+/// full). The constants come from the caller, so both loops keep them in
+/// registers as before.
+typedef struct pg_hull4 {
+    qv_i32 v, nx, ny;
+    qv_f32 px, py, wx, wy;
+} pg_hull4;
+
+static inline pg_hull4 pg_hull4_load(const pg_level *L, int32_t s, qv_i32 vbx, qv_i32 vby, qv_i32 byte, qv_i32 nib,
+                                     qv_f32 unit_x, qv_f32 unit_y, qv_f32 pad_x, qv_f32 pad_y, qv_f32 one)
+{
+    pg_hull4 h;
+    h.v = qv_load_i32(&L->order[s]);
+    const qv_i32 q = qv_load_u16x4(&L->sq[s]);
+    h.px = qv_float(vbx + (q & byte));
+    h.py = qv_float(vby + (qv_i32)((qv_u32)q >> 8));
+    h.nx = pg_nib_x(h.v, nib);
+    h.ny = (qv_i32)((qv_u32)h.v >> 28);
+    h.wx = qv_select(h.nx == nib, pad_x, qv_float(h.nx) * unit_x + one);
+    h.wy = qv_select(h.ny == nib, pad_y, qv_float(h.ny) * unit_y + one);
+    return h;
+}
+
 /// The slots [s0, s1) of interior cell (cx, cy) of a fresh level, four at a
 /// time: pg_qray_may_hit on the quantized hull of each (a slab test in
 /// fixed point), the survivors queued. False when the callback stopped.
@@ -228,14 +254,9 @@ static bool pg_ray_cell_vec(const pg_level *L, const qg_rect *boxes, qg_ray *r, 
     for (int32_t s = s0; s < s1; s += 4) {
         // Slots past the cell's end are read (order and sq keep PG_PAD
         // slots of slack) and masked off.
-        const qv_i32 v = qv_load_i32(&L->order[s]);
-        const qv_i32 qq = qv_load_u16x4(&L->sq[s]);
-        const qv_f32 px = qv_float(vbx + (qq & byte));
-        const qv_f32 py = qv_float(vby + (qv_i32)((qv_u32)qq >> 8));
-        const qv_i32 nx = pg_nib_x(v, nib), ny = (qv_i32)((qv_u32)v >> 28);
-        const qv_i32 fx = nx == nib, fy = ny == nib;
-        const qv_f32 wx = qv_select(fx, vpadx, qv_float(nx) * unit_x + one);
-        const qv_f32 wy = qv_select(fy, vpady, qv_float(ny) * unit_y + one);
+        const pg_hull4 h = pg_hull4_load(L, s, vbx, vby, byte, nib, unit_x, unit_y, vpadx, vpady, one);
+        const qv_i32 v = h.v;
+        const qv_f32 px = h.px, py = h.py, wx = h.wx, wy = h.wy;
         const qv_f32 x0 = px - tol, x1 = px + wx + tol;
         const qv_f32 y0 = py - tol, y1 = py + wy + tol;
         // Slab parameters; on a flat axis, all or nothing by the origin.
@@ -682,14 +703,10 @@ static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg
         for (; s < s1; s += 4) {
             // Slots past the cell's end are read (order and sq keep PG_PAD
             // slots of slack) and masked off.
-            const qv_i32 v = qv_load_i32(&L->order[s]);
-            const qv_i32 q = qv_load_u16x4(&L->sq[s]);
-            const qv_f32 px = qv_float(vbx + (q & byte));
-            const qv_f32 py = qv_float(vby + (qv_i32)((qv_u32)q >> 8));
-            const qv_i32 nx = pg_nib_x(v, nib), ny = (qv_i32)((qv_u32)v >> 28);
-            const qv_i32 fx = nx == nib, fy = ny == nib;
-            const qv_f32 wx = qv_select(fx, K->vpadx, qv_float(nx) * K->unit_x + one);
-            const qv_f32 wy = qv_select(fy, K->vpady, qv_float(ny) * K->unit_y + one);
+            const pg_hull4 h =
+                pg_hull4_load(L, s, vbx, vby, byte, nib, K->unit_x, K->unit_y, K->vpadx, K->vpady, one);
+            const qv_i32 v = h.v;
+            const qv_f32 px = h.px, py = h.py, wx = h.wx, wy = h.wy;
             qv_f32 ex = qv_max(px - K->vqx, K->vqx - (px + wx));
             qv_f32 ey = qv_max(py - K->vqy, K->vqy - (py + wy));
             ex = qv_max(ex - three, zero) * K->vux;
@@ -706,8 +723,8 @@ static void pg_near_cell(const pg_level *L, const qg_rect *boxes, qg_near *c, pg
             // a thousandth long overall. Only the lanes below the current
             // limit move it.
             const qv_f32 four = qv_splat(4.0f);
-            const qv_f32 rx = qv_max(qv_float(nx) * K->unit_x - K->unit_x, zero);
-            const qv_f32 ry = qv_max(qv_float(ny) * K->unit_y - K->unit_y, zero);
+            const qv_f32 rx = qv_max(qv_float(h.nx) * K->unit_x - K->unit_x, zero);
+            const qv_f32 ry = qv_max(qv_float(h.ny) * K->unit_y - K->unit_y, zero);
             const qv_f32 ox_ = qv_max(qv_max(px - K->vqx, K->vqx - (px + rx)), zero);
             const qv_f32 oy_ = qv_max(qv_max(py - K->vqy, K->vqy - (py + ry)), zero);
             const qv_f32 gx = (ox_ + four) * K->vux;
