@@ -383,7 +383,9 @@ static qg_status fat_to_kind(qg_index *index, qg_handle h, qg_rect box)
     return QG_OK;
 }
 
-qg_status qg_engine_move_fat_slow(qg_index *index, qg_handle h, qg_rect box)
+// Out of line: inlined into qg_engine_move (clang does), its calls make the
+// fast path there save four registers and set up a frame on every move.
+QG_NOINLINE qg_status qg_engine_move_fat_slow(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
     if (((e->layer.live == 0 && e->pending == 0) || e->fl.off) && fat_to_kind(index, h, box) == QG_OK)

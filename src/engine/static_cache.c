@@ -311,11 +311,15 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
         // leaves it marks it) and filled for this generation (a blank one
         // is stale), and one not full holds what its fat box overlaps: two
         // bits instead of the entry's fields and the fat box's test.
-        const uint64_t search = bits_at(stale, words, (int64_t)base + i0) | bits_at(full, words, (int64_t)base + i0);
-        for (int32_t i = i0; i < i1; ++i) {
-            const qg_static_cache *c = &cache[i];
-            if (search >> (i - i0) & 1) {
-                const qg_rect b = dbox[i];
+        uint64_t search = bits_at(stale, words, (int64_t)base + i0) | bits_at(full, words, (int64_t)base + i0);
+        // Walked by pointer, the search bits shifted out one by one: clang
+        // otherwise multiplies i by the entry's size and reloads spilled
+        // values on every entry (`level` 10% slower than with gcc).
+        const qg_static_cache *c = cache + i0;
+        const qg_rect *d = dbox + i0;
+        for (const qg_static_cache *end = cache + i1; c < end; ++c, ++d, search >>= 1) {
+            if (search & 1) {
+                const qg_rect b = *d;
                 miss_box[misses] = b;
                 miss[misses++] = c->handle;
                 if (misses == CACHE_MISS_RUN) {
@@ -334,9 +338,9 @@ static inline bool cache_join(const qg_static_layer *layer, const qg_static_cach
             // 1,000,000). The top slot's index stands in for "none" (its
             // store is not counted).
 #if defined(QG_CACHE_AVX2)
-            const unsigned hits = wide ? cache_hits_wide(c, &dbox[i]) : cache_hits(c, dbox[i]);
+            const unsigned hits = wide ? cache_hits_wide(c, d) : cache_hits(c, *d);
 #else
-            const unsigned hits = cache_hits(c, dbox[i]);
+            const unsigned hits = cache_hits(c, *d);
             (void)wide;
 #endif
             const unsigned rest = hits & (hits - 1);
