@@ -1085,7 +1085,10 @@ static void test_oom(void **state)
     printf("engine oom: kind %s, %ld allocations in the sequence, %ld runs\n", qg_kind_name(g_kind), total, runs);
     printf("engine oom: kind %s, %ld failed batches with static elements, %ld kept bytes\n", qg_kind_name(g_kind),
            g_static_batch_failed, g_static_batch_kept);
-    assert_true(g_static_batch_failed > 0); /* the one-by-one path's undo ran */
+    /* From 100 runs on (QG_TEST_SCALE >= 0.5) the fixed sequences refuse
+     * batches with static elements in every kind; fewer runs may miss them. */
+    if (runs >= 100)
+        assert_true(g_static_batch_failed > 0);
 }
 
 int main(int argc, char **argv)
