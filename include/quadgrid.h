@@ -402,10 +402,8 @@ QG_API qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, q
 /// live gives QG_ERR_HANDLE, a bad box, a handle listed twice, n < 0 or NULL
 /// arrays with n > 0 give QG_ERR_INVALID, and nothing changes. All or
 /// nothing: on QG_ERR_NOMEM no element has moved and the index is exactly as
-/// it was, memory_bytes included, with or without workers; except, for now,
-/// in a loose_grid or point_grid, a batch holding a static element
-/// (qg_set_static), which may keep what that element's entry into the kind
-/// grew when a later move of the batch is refused.
+/// it was, memory_bytes included, with or without workers, static elements
+/// (qg_set_static) in the batch or not.
 QG_API qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
                               const qg_rect *boxes, int32_t n);
 

@@ -144,3 +144,11 @@ void qg_array_free(qg_alloc *a, void **data, int32_t *capacity, size_t elem_size
     *data = NULL;
     *capacity = 0;
 }
+
+void qg_array_shrink(qg_alloc *a, void **data, int32_t *capacity, size_t elem_size, int32_t keep)
+{
+    if (*capacity <= keep)
+        return;
+    *data = qg_mem_resize(a, *data, (size_t)*capacity * elem_size, (size_t)keep * elem_size);
+    *capacity = keep;
+}

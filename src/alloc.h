@@ -64,5 +64,8 @@ void qg_txn_rollback(qg_txn *txn);
 
 /// Frees a whole array and zeroes its capacity.
 void qg_array_free(qg_alloc *a, void **data, int32_t *capacity, size_t elem_size);
+/// Shrinks an array to `keep` elements when it holds more (a batch's growth
+/// given back). Shrinking never fails: it never allocates.
+void qg_array_shrink(qg_alloc *a, void **data, int32_t *capacity, size_t elem_size, int32_t keep);
 
 #endif

@@ -479,10 +479,11 @@ qg_status qg_pairs_parallel(const qg_index *index, const qg_jobs *jobs, qg_pair_
 
 /// The batch as n qg_move calls; on QG_ERR_NOMEM at move i the moves before
 /// it are undone in reverse order. Each undo returns the structure to a state
-/// it held earlier in this call, with capacity that only grew since, so an
-/// undo finds the memory it needs already held; what grew is given back
-/// after (the layer's room through the txn, the kind's through batch_trim,
-/// a cache the moves made).
+/// it held earlier in this call (the kinds whose upkeep would change their
+/// shape hold it until the batch ends: batch_mark), with capacity that only
+/// grew since, so an undo finds the memory it needs already held; what grew
+/// is given back after (the layer's room through the txn, the kind's
+/// through batch_trim, a cache the moves made).
 static qg_status move_many_serial(qg_index *index, const qg_handle *handles, const qg_rect *boxes, int32_t n)
 {
     // Per move: the old box, and where a static element sat in the layer
@@ -506,7 +507,7 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     qg_txn_begin(&txn, &index->alloc);
     void *mark = NULL;
     if ((leaving > 0 && !qg_engine_reserve_layer_moves(index, &txn, leaving)) ||
-        (index->klass->batch_mark != NULL && (mark = index->klass->batch_mark(index)) == NULL)) {
+        (index->klass->batch_mark != NULL && (mark = index->klass->batch_mark(index, n)) == NULL)) {
         qg_txn_rollback(&txn);
         qg_mem_free(&index->alloc, old, bytes);
         return QG_ERR_NOMEM;
@@ -520,6 +521,8 @@ static qg_status move_many_serial(qg_index *index, const qg_handle *handles, con
     }
     // A static element the batch took out of the static layer goes back to
     // its place there (kept until the next rebuild); the others move back.
+    if (s != QG_OK && mark != NULL && index->klass->batch_undo != NULL)
+        index->klass->batch_undo(index, mark);
     while (s != QG_OK && i-- > 0) {
         if (layer_pos[i] >= 0)
             qg_engine_unmove(index, handles[i], layer_pos[i], old[i]);

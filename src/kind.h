@@ -110,14 +110,20 @@ struct qg_kind_class {
     /// or nothing: may fail only with QG_ERR_NOMEM or QG_ERR_CAPACITY, then
     /// before any change.
     qg_status (*insert_many)(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n);
-    /// For qg_move_many's one-by-one path (a batch with static elements,
-    /// index.c): its undo returns every element, but a kind whose moves grow
-    /// memory that their own undo record holds for one move only keeps that
-    /// growth. batch_mark notes the kind's capacities before the batch (NULL:
-    /// no memory, nothing changed); batch_trim frees the note, and after an
-    /// undo (`undone`) first gives back what grew since (never allocates).
-    /// Optional: the other kinds' undo leaves nothing behind.
-    void *(*batch_mark)(qg_index *index);
+    /// For qg_move_many's one-by-one path (a batch of n moves with static
+    /// elements, index.c): its undo returns every element, but a kind whose
+    /// moves grow memory that their own undo record holds for one move only
+    /// keeps that growth. batch_mark notes the kind's capacities before the
+    /// batch (NULL: no memory, nothing changed) and may hold back, until
+    /// batch_trim, the upkeep that would change the kind's shape and so make
+    /// an undo's move back allocate (a re-fit of the world, a split);
+    /// batch_trim frees the note, after an undo (`undone`) first giving back
+    /// what grew since (never allocates), after a batch that succeeded
+    /// running the upkeep it held. Optional: the other kinds' undo leaves
+    /// nothing behind.
+    void *(*batch_mark)(qg_index *index, int32_t n);
+    /// Optional: called once before the undo's first move back.
+    void (*batch_undo)(qg_index *index, void *mark);
     void (*batch_trim)(qg_index *index, void *mark, bool undone);
 };
 

@@ -178,7 +178,19 @@ typedef struct quadtree {
     int32_t max_depth, leaf_capacity;
     int32_t depth_cap; ///< a re-fit's max_depth: the configured one if the user chose it, else QT_BITS
     bool resplit;    ///< a re-fit left over-full leaves: the next insert or move splits them
+    /// A batch with static elements is running (quadtree_batch_mark): no
+    /// split or re-fit until it ends (QT_HOLD_BATCH), and its undo's moves
+    /// need no reservation (QT_HOLD_UNDO).
+    uint8_t hold;
+    uint8_t held; ///< what the hold put off: QT_HELD_SPLIT, QT_HELD_UPKEEP
 } quadtree;
+
+#define QT_HOLD_BATCH 1
+#define QT_HOLD_UNDO 2
+/// A held insert or move over-filled a leaf.
+#define QT_HELD_SPLIT 1
+/// A held insert put off its upkeep (qt_upkeep), or a held move a resplit.
+#define QT_HELD_UPKEEP 2
 
 /// Handles in the head block of a leaf holding `count` elements (0 for none).
 static inline int32_t qt_head_fill(int32_t count)
@@ -689,7 +701,9 @@ static qg_status qt_insert_one(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect b
     }
     qt->depths[h] = (uint8_t)deepest;
     qg_tree_note(&qt->world, box);
-    if (overfull)
+    if (overfull && qt->hold)
+        qt->held |= QT_HELD_SPLIT;
+    else if (overfull)
         qt_split_leaves(qt, from, b);
     return QG_OK;
 }
@@ -698,7 +712,9 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
 {
     quadtree *qt = (quadtree *)index;
     const qg_status s = qt_insert_one(qt, txn, h, box);
-    if (s == QG_OK)
+    if (s == QG_OK && qt->hold)
+        qt->held |= QT_HELD_UPKEEP;
+    else if (s == QG_OK)
         qt_upkeep(qt, index->count + 1);
     return s;
 }
@@ -841,7 +857,9 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     // cover the most the new box could need.
     // A bucket's stash already holds what the move may need (and the pool is
     // not this worker's to read).
-    if (stash == NULL && (int64_t)qt->blocks.capacity - qt->blocks.live < qt_leaf_bound(qt, nb)) {
+    // An undo's move back needs none (quadtree_batch_mark).
+    if (stash == NULL && qt->hold != QT_HOLD_UNDO &&
+        (int64_t)qt->blocks.capacity - qt->blocks.live < qt_leaf_bound(qt, nb)) {
         int64_t gained = 0;
         qt_iter_start(&it, from);
         while (qt_next_leaf(qt, &it, ub, &c)) {
@@ -874,6 +892,8 @@ static qg_status qt_move_slow(quadtree *qt, qg_txn *txn, qg_handle h, qg_rect bo
     qt->depths[h] = (uint8_t)deepest;
     if (defer != NULL)
         *defer = overfull; // a batch splits once its moves are done (qt_move_many)
+    else if (overfull && qt->hold)
+        qt->held |= QT_HELD_SPLIT;
     else if (overfull)
         qt_split_leaves(qt, from, nb);
     return QG_OK;
@@ -891,7 +911,9 @@ static QG_NOINLINE qg_status quadtree_move(qg_index *index, qg_txn *txn, qg_hand
             return s;
     }
     qg_tree_note(&qt->world, box);
-    if (qt->resplit)
+    if (qt->resplit && qt->hold)
+        qt->held |= QT_HELD_UPKEEP;
+    else if (qt->resplit)
         qt_resplit(qt); // after the move succeeded: see qt_upkeep
     return QG_OK;
 }
@@ -1928,5 +1950,125 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
     return qg_near_finish(&c);
 }
 
+/* ---- a batch with static elements, given back -------------------------- */
+
+/// What quadtree_batch_mark noted.
+typedef struct qt_mark {
+    size_t bytes;
+    int32_t block_capacity, block_high, depth_capacity;
+    qg_tree_world world;
+    uint32_t used[]; ///< a bit per block below block_high: quadtree_batch_trim's scratch
+} qt_mark;
+
+/// Before qg_move_many's one-by-one path (index.c, move_many_serial): notes
+/// the pools' capacities and holds the tree's shape until the batch ends.
+/// A static element's move inserts it into the kind, linking it into
+/// leaves, which takes blocks and may split them; the undo takes it out
+/// again and keeps that growth. While the hold stands no leaf splits (an
+/// over-full leaf is a legal state; the splits run after a batch that
+/// succeeded) and no re-fit runs, so the nodes never change. Each leaf then
+/// holds ceil(count / 7) blocks, a function of the leaves' counts, and each
+/// undone move returns the leaves' counts to an earlier state's: its move
+/// back unlinks first and links second, so it peaks at that state's blocks,
+/// which the pool held then and, growing only, holds now. The undo's moves
+/// back need no reservation, and no allocation can fail them.
+static void *quadtree_batch_mark(qg_index *index, int32_t n)
+{
+    (void)n;
+    quadtree *qt = (quadtree *)index;
+    const size_t bytes = sizeof(qt_mark) + ((size_t)qt->blocks.high + 31) / 32 * sizeof(uint32_t);
+    qt_mark *m = qg_mem_alloc(&index->alloc, bytes);
+    if (m == NULL)
+        return NULL;
+    m->bytes = bytes;
+    m->block_capacity = qt->blocks.capacity;
+    m->block_high = qt->blocks.high;
+    m->depth_capacity = qt->depth_capacity;
+    m->world = qt->world;
+    qt->hold = QT_HOLD_BATCH;
+    qt->held = 0;
+    return m;
+}
+
+static void quadtree_batch_undo(qg_index *index, void *mark)
+{
+    (void)mark;
+    ((quadtree *)index)->hold = QT_HOLD_UNDO;
+}
+
+/// Moves every live block at or above the old high-water mark into a free
+/// one below it (the undo left as many blocks live as before the batch,
+/// all of which fit below it), and makes the free list the rest below it.
+/// Two walks over the leaves: the first marks the live blocks below, the
+/// second relinks the ones above.
+static void qt_blocks_compact(quadtree *qt, qt_mark *m)
+{
+    const int32_t high = m->block_high;
+    if (qt->blocks.live > high)
+        return; // (not after an undo)
+    uint32_t *used = m->used;
+    memset(used, 0, ((size_t)high + 31) / 32 * sizeof(uint32_t));
+    const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
+    qt_block *data = qt->blocks.data;
+    qt_iter it;
+    qt_cell c;
+    qt_iter_start(&it, qt_root);
+    while (qt_next_leaf(qt, &it, all, &c))
+        for (int32_t b = qt->nodes[c.node].first_child; b >= 0; b = data[b].next)
+            if (b < high)
+                used[b >> 5] |= UINT32_C(1) << (b & 31);
+    int32_t f = 0;
+    qt_iter_start(&it, qt_root);
+    while (qt_next_leaf(qt, &it, all, &c)) {
+        for (int32_t *link = &qt->nodes[c.node].first_child; *link >= 0; link = &data[*link].next) {
+            if (*link < high)
+                continue;
+            while (used[f >> 5] >> (f & 31) & 1)
+                f++;
+            used[f >> 5] |= UINT32_C(1) << (f & 31);
+            data[f] = data[*link];
+            *link = f;
+        }
+    }
+    qt->blocks.free_head = -1;
+    for (int32_t b = high; b-- > 0;) {
+        if (!(used[b >> 5] >> (b & 31) & 1)) {
+            data[b].next = qt->blocks.free_head;
+            qt->blocks.free_head = b;
+        }
+    }
+    qt->blocks.high = high;
+}
+
+/// After the batch: ends the hold. After an undo (`undone`) it gives back
+/// the blocks and per-handle bytes the batch grew (shrinks only, never
+/// allocates); after a batch that succeeded it runs the upkeep the hold put
+/// off (the splits of the leaves it over-filled, a re-fit an insert would
+/// have made), allocating as any split does (a refused one leaves a leaf
+/// fuller).
+static void quadtree_batch_trim(qg_index *index, void *mark, bool undone)
+{
+    quadtree *qt = (quadtree *)index;
+    qt_mark *m = mark;
+    qg_alloc *alloc = &index->alloc;
+    const uint8_t held = qt->held;
+    qt->hold = 0;
+    qt->held = 0;
+    if (undone) {
+        qt->world = m->world; // (its counters: the box never changed)
+        if (qt->blocks.high > m->block_high)
+            qt_blocks_compact(qt, m);
+        qg_array_shrink(alloc, (void **)&qt->blocks.data, &qt->blocks.capacity, sizeof(qt_block),
+                        qt->blocks.high > m->block_capacity ? qt->blocks.high : m->block_capacity);
+        qg_array_shrink(alloc, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), m->depth_capacity);
+    } else if (held) {
+        qt->resplit |= (held & QT_HELD_SPLIT) != 0;
+        qt_upkeep(qt, index->count);
+    }
+    qg_mem_free(alloc, m, m->bytes);
+}
+
 QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
-                 .nearest = quadtree_nearest, .insert_many = quadtree_insert_many, .move_many = quadtree_move_many);
+                 .nearest = quadtree_nearest, .insert_many = quadtree_insert_many, .move_many = quadtree_move_many,
+                 .batch_mark = quadtree_batch_mark, .batch_undo = quadtree_batch_undo,
+                 .batch_trim = quadtree_batch_trim);

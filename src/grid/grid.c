@@ -187,8 +187,9 @@ static qg_status grid_insert_many(qg_index *index, qg_txn *txn, const qg_handle 
     return gr_insert_many(&((grid *)index)->g, NULL, index, txn, handles, n);
 }
 
-static void *grid_batch_mark(qg_index *index)
+static void *grid_batch_mark(qg_index *index, int32_t n)
 {
+    (void)n;
     return gr_mark_take(&((grid *)index)->g, &index->alloc);
 }
 

@@ -352,8 +352,9 @@ static qg_status multi_grid_insert_many(qg_index *index, qg_txn *txn, const qg_h
     return gr_insert_many(&mg->g, &mg->bits, index, txn, handles, n);
 }
 
-static void *multi_grid_batch_mark(qg_index *index)
+static void *multi_grid_batch_mark(qg_index *index, int32_t n)
 {
+    (void)n;
     return gr_mark_take(&((multi_grid *)index)->g, &index->alloc);
 }
 

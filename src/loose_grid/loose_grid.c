@@ -22,6 +22,37 @@ static void lg_link_new(loose_grid *g, int32_t i, lg_range had, lg_range grown)
     }
 }
 
+/// What loose_grid_batch_mark noted before a batch with static elements:
+/// the capacities and counters its moves may change, and each loose box as
+/// it was before the batch grew it (logged once per cell), so that an
+/// undone batch gives every byte back (loose_grid_batch_trim).
+typedef struct lg_mark {
+    size_t bytes;
+    int32_t items_capacity, next_capacity, cell_capacity, links_capacity;
+    int32_t item_high, strays;
+    bool refit;
+    bool lost; ///< more boxes grew than the log holds: they stay grown
+    int32_t logged, room;
+    uint32_t *seen; ///< a bit per loose cell: its box is logged
+    lg_loose *box;  ///< [room]: the logged boxes
+    int32_t *which; ///< [room]: their loose cells
+} lg_mark;
+
+/// Logs loose cell i's box before its first growth in a marked batch.
+static void lg_log(lg_mark *m, const lg_loose *loose, int32_t i)
+{
+    const uint32_t bit = UINT32_C(1) << (i & 31);
+    if (m->seen[i >> 5] & bit)
+        return;
+    if (m->logged == m->room) {
+        m->lost = true;
+        return;
+    }
+    m->seen[i >> 5] |= bit;
+    m->box[m->logged] = loose[i];
+    m->which[m->logged++] = i;
+}
+
 /// Makes loose cell i's box hold `box`, linking it into newly covered tight
 /// cells; reserves the links first. Fails only with QG_ERR_NOMEM, before
 /// any change.
@@ -30,6 +61,8 @@ static qg_status lg_grow(loose_grid *g, qg_txn *txn, int32_t i, qg_rect box)
     lg_loose *c = &g->loose[i];
     if (lg_inside_loose(box, c))
         return QG_OK;
+    if (g->mark != NULL)
+        lg_log(g->mark, g->loose, i);
     const float l = c->l < box.min_x ? c->l : box.min_x, t = c->t < box.min_y ? c->t : box.min_y;
     const float r = c->r > box.max_x ? c->r : box.max_x, b = c->b > box.max_y ? c->b : box.max_y;
     const lg_range had = lg_cell_range(g, c), grown = lg_range_of(g, l, t, r, b);
@@ -247,7 +280,8 @@ static qg_status loose_grid_insert(qg_index *index, qg_txn *txn, qg_handle h, qg
         !lg_reserve_item(g, txn))
         return QG_ERR_NOMEM;
     const int32_t n = index->count + 1;
-    if (!g->refit && n < g->fit_next)
+    // (a marked batch looks at the world after it: loose_grid_batch_mark)
+    if ((!g->refit && n < g->fit_next) || g->mark != NULL)
         return lg_insert_here(g, txn, h, box);
     // Time to look at the world (the population doubled, or cleanup saw
     // crowding): a build is fitted before its first cleanup, in O(n) in
@@ -405,7 +439,7 @@ static inline qg_status lg_move_plain(loose_grid *g, qg_txn *txn, qg_handle h, q
 static QG_NOINLINE qg_status loose_grid_move(qg_index *index, qg_txn *txn, qg_handle h, qg_rect box)
 {
     loose_grid *g = (loose_grid *)index;
-    if (g->refit) {
+    if (g->refit && g->mark == NULL) {
         // Cleanup saw crowding and could not allocate: this move looks at
         // the world and re-fits it if that helps.
         lg_plan p;
@@ -555,6 +589,95 @@ static qg_status loose_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
     qg_mem_free(alloc, old, old_bytes);
     qg_mem_free(alloc, b.far, (size_t)n);
     return s;
+}
+
+/* ---- a batch with static elements, given back -------------------------- */
+
+static size_t lg_mark_bytes(int32_t cells, int32_t room)
+{
+    return sizeof(lg_mark) + ((size_t)cells + 31) / 32 * sizeof(uint32_t) +
+           (size_t)room * (sizeof(lg_loose) + sizeof(int32_t));
+}
+
+/// Before qg_move_many's one-by-one path (index.c, move_many_serial): notes
+/// what its n moves may grow. A static element's move inserts it into the
+/// kind, which grows its loose box, links and node; a dynamic element's far
+/// move grows the loose box of its new cell. The undo takes them out again
+/// but keeps that growth. While the mark stands no insert or move re-fits
+/// the world (they look at it after the batch): a re-fit would re-file every
+/// element, and the undo's moves back would then need new growth, which may
+/// fail. So the undo never allocates, and the loose boxes it must put back
+/// are the ones logged: each move grows at most one, so min(n, cells)
+/// entries hold them.
+static void *loose_grid_batch_mark(qg_index *index, int32_t n)
+{
+    loose_grid *g = (loose_grid *)index;
+    const int32_t cells = g->lcols * g->lrows, room = n < cells ? n : cells;
+    const size_t bytes = lg_mark_bytes(cells, room);
+    lg_mark *m = qg_mem_alloc(&index->alloc, bytes);
+    if (m == NULL)
+        return NULL;
+    const size_t words = ((size_t)cells + 31) / 32;
+    *m = (lg_mark){bytes, g->items_capacity, g->next_capacity, g->cell_capacity, g->links.capacity,
+                   g->item_high, g->strays, g->refit, false, 0, room, (uint32_t *)(m + 1), NULL, NULL};
+    memset(m->seen, 0, words * sizeof(uint32_t));
+    m->box = (lg_loose *)(m->seen + words);
+    m->which = (int32_t *)(m->box + room);
+    g->mark = m;
+    return m;
+}
+
+/// After the batch: ends the mark, and after an undo (`undone`) first gives
+/// back what the batch grew. The undo left every element where it was, in
+/// its old node, so each logged loose box can shrink back to its old box
+/// (which held its elements then, and holds them again); the tight cells'
+/// lists are rebuilt from the boxes in the links they hold (qg_lg_relink,
+/// cleanup's relink: as many links as before the batch, which fit the old
+/// capacity); the nodes above the old high-water mark are all free again.
+/// Shrinks only: never allocates, cannot fail.
+static void loose_grid_batch_trim(qg_index *index, void *mark, bool undone)
+{
+    loose_grid *g = (loose_grid *)index;
+    lg_mark *m = mark;
+    qg_alloc *alloc = &index->alloc;
+    g->mark = NULL;
+    if (undone) {
+        if (m->logged > 0 && !m->lost) {
+            for (int32_t j = 0; j < m->logged; ++j) {
+                lg_loose *c = &g->loose[m->which[j]];
+                const lg_loose was = m->box[j];
+                c->l = was.l, c->t = was.t, c->r = was.r, c->b = was.b; // (its list head is today's)
+            }
+            qg_lg_relink(g);
+            const int32_t keep = lg_max32(m->links_capacity, g->links.high);
+            qg_array_shrink(alloc, (void **)&g->links.data, &g->links.capacity, sizeof(qg_enode), keep);
+        }
+        bool above = false; // a live node above the old mark (none is expected)
+        for (int32_t k = m->item_high; k < g->item_high; ++k)
+            above |= g->items[k].h >= 0;
+        if (g->item_high > m->item_high && !above) {
+            // The free list is made again from the holes below the old
+            // mark (the ones after the packed part, as lg_unlink keeps it).
+            g->free_item = -1;
+            for (int32_t k = m->item_high; k-- > g->packed;) {
+                if (g->items[k].h < 0) {
+                    g->next[k] = g->free_item;
+                    g->free_item = k;
+                }
+            }
+            g->item_high = m->item_high;
+        }
+        if (g->item_high <= m->item_high) {
+            qg_array_shrink(alloc, (void **)&g->items, &g->items_capacity, sizeof(lg_item), m->items_capacity);
+            qg_array_shrink(alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t), m->next_capacity);
+        }
+        // The handles in the kind are the ones before the batch, all below
+        // the old capacity.
+        qg_array_shrink(alloc, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), m->cell_capacity);
+        g->refit = m->refit;
+        g->strays = m->strays;
+    }
+    qg_mem_free(alloc, m, m->bytes);
 }
 
 static void loose_grid_cleanup(qg_index *index)
@@ -1063,5 +1186,6 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
 QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .pairs_part = qg_lg_pairs_part,
                  .move_many = loose_grid_move_many, .cleanup_parallel = loose_grid_cleanup_parallel,
                  .raycast = loose_grid_raycast, .nearest = loose_grid_nearest,
-                 .insert_many = loose_grid_insert_many);
+                 .insert_many = loose_grid_insert_many, .batch_mark = loose_grid_batch_mark,
+                 .batch_trim = loose_grid_batch_trim);
 

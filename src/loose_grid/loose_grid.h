@@ -19,7 +19,7 @@
 // - qg_cleanup is the only place boxes shrink. It writes the item nodes out
 //   in loose-cell order with their current boxes (each cell's list becomes
 //   a contiguous run), sets every loose box to its elements' boxes plus the
-//   margin, and rebuilds the tight cells' lists to match (lg_relink in world.c). The
+//   margin, and rebuilds the tight cells' lists to match (qg_lg_relink in world.c). The
 //   reorder is an in-place counting sort (American flag): the order of the
 //   last cleanup is nearly right, so it only shuffles items over short
 //   distances. Where the margin would carry a box into a tight cell it was
@@ -206,6 +206,9 @@ typedef struct loose_grid {
     float ox, oy;
     float lsx, lsy; ///< loose cells per world unit
     float tsx, tsy; ///< tight cells per world unit
+    /// A batch with static elements is running (loose_grid_batch_mark): its
+    /// first growth of each loose box is logged there, and no re-fit runs.
+    struct lg_mark *mark;
 } loose_grid;
 
 static const lg_loose lg_empty = {-1, INFINITY, INFINITY, -INFINITY, -INFINITY};
@@ -335,6 +338,7 @@ void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t
 void qg_lg_trim_steady(loose_grid *g);
 int32_t qg_lg_collect(loose_grid *g);
 void qg_lg_refile(loose_grid *g, int32_t n);
+void qg_lg_relink(loose_grid *g);
 int32_t qg_lg_collect_refile_parallel(loose_grid *g, const qg_jobs *jobs);
 bool qg_lg_crowded(const loose_grid *g, int32_t n);
 void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);

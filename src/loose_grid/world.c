@@ -14,7 +14,7 @@
 /// stream them instead of chasing links that months of frees and takes have
 /// scattered over the pool. Needs no more links than the pool holds live,
 /// as long as no loose range grew since the links were made.
-static void lg_relink(loose_grid *g)
+void qg_lg_relink(loose_grid *g)
 {
     const int32_t nl = g->lcols * g->lrows, nt = g->tcols * g->trows;
     int32_t *tight = g->tight; // counts, then segment ends, then starts
@@ -281,7 +281,7 @@ int32_t qg_lg_collect_refile_parallel(loose_grid *g, const qg_jobs *jobs)
     g->item_high = w;
     g->free_item = -1;
     g->fresh = true;
-    lg_relink(g);
+    qg_lg_relink(g);
     return w;
 }
 
@@ -294,7 +294,7 @@ void qg_lg_refile(loose_grid *g, int32_t n)
     g->item_high = n;
     g->free_item = -1;
     g->fresh = true;
-    lg_relink(g);
+    qg_lg_relink(g);
 }
 
 /// The k-th smallest of a[0, n) (quickselect; the values are finite).

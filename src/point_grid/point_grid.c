@@ -569,6 +569,95 @@ static qg_status point_grid_move_many_checked(qg_index *index, const qg_jobs *jo
     return pg_move_many(index, jobs, handles, boxes, n, &chk);
 }
 
+/* ---- a batch with static elements, given back -------------------------- */
+
+/// What point_grid_batch_mark noted: every level as it was, and hb's
+/// capacity.
+typedef struct pg_mark {
+    int32_t hb_capacity;
+    bool want;
+    pg_level level[PG_LEVELS];
+} pg_mark;
+
+/// Before qg_move_many's one-by-one path (index.c, move_many_serial): notes
+/// the levels (4.5 KB). A static element's move inserts it into the kind,
+/// which takes a tail slot in its level (growing order and sq), may make a
+/// level live, and reserves the cells a re-fit asked for; the undo takes it
+/// out again, leaving a tombstone, and keeps that growth. While the mark
+/// stands no re-sort re-fits a world (held in pg_refit): a world that moved
+/// would make the undo's moves back reserve cells again, which may fail. So
+/// the undo never allocates, and the worlds stay the ones noted.
+static void *point_grid_batch_mark(qg_index *index, int32_t n)
+{
+    (void)n;
+    point_grid *g = (point_grid *)index;
+    pg_mark *m = qg_mem_alloc(&index->alloc, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    m->hb_capacity = g->hb_capacity;
+    m->want = g->want;
+    memcpy(m->level, g->level, sizeof m->level);
+    g->hold = true;
+    return m;
+}
+
+/// After the batch: ends the hold, and after an undo (`undone`) first gives
+/// back what the batch grew. A level the batch made live is empty again and
+/// goes back to its note, arrays freed. A level whose slots grew is
+/// re-sorted (qg_pg_rebuild, which packs its elements, as many as before,
+/// into its first slots: the tombstones and tail go) and its slots shrink
+/// back. Cells a re-fit had asked for before the batch, which its first
+/// move reserved, are given back and asked for again (the world never moved
+/// into them: the batch held re-fits). Shrinks only: never allocates.
+static void point_grid_batch_trim(qg_index *index, void *mark, bool undone)
+{
+    point_grid *g = (point_grid *)index;
+    pg_mark *m = mark;
+    qg_alloc *alloc = &index->alloc;
+    for (int32_t k = 0; k < PG_LEVELS && undone; ++k) {
+        pg_level *L = &g->level[k];
+        const pg_level *was = &m->level[k];
+        if (!L->live)
+            continue;
+        if (!was->live) {
+            if (L->count != 0)
+                continue; // (the undo empties it)
+            qg_array_shrink(alloc, (void **)&L->start, &L->start_capacity, sizeof(int32_t), was->start_capacity);
+            qg_array_shrink(alloc, (void **)&L->order, &L->order_capacity, sizeof(uint32_t), was->order_capacity);
+            qg_array_shrink(alloc, (void **)&L->sq, &L->sq_capacity, sizeof(uint16_t), was->sq_capacity);
+            qg_array_shrink(alloc, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t),
+                            was->tail_head_capacity);
+            pg_level back = *was;
+            back.start = L->start, back.order = L->order, back.sq = L->sq, back.tail_head = L->tail_head;
+            *L = back;
+            continue;
+        }
+        if (L->order_capacity > was->order_capacity || L->sq_capacity > was->sq_capacity) {
+            qg_pg_rebuild(g, k);
+            const int32_t keep = L->count + PG_PAD;
+            qg_array_shrink(alloc, (void **)&L->order, &L->order_capacity, sizeof(uint32_t),
+                            was->order_capacity > keep ? was->order_capacity : keep);
+            qg_array_shrink(alloc, (void **)&L->sq, &L->sq_capacity, sizeof(uint16_t),
+                            was->sq_capacity > keep ? was->sq_capacity : keep);
+        }
+        const int32_t cells = L->cols * L->rows + 1;
+        qg_array_shrink(alloc, (void **)&L->start, &L->start_capacity, sizeof(int32_t),
+                        was->start_capacity > cells ? was->start_capacity : cells);
+        qg_array_shrink(alloc, (void **)&L->tail_head, &L->tail_head_capacity, sizeof(uint16_t),
+                        was->tail_head_capacity > L->rows ? was->tail_head_capacity : L->rows);
+        L->want_cells = was->want_cells;
+        L->want_rows = was->want_rows;
+        L->refit = was->refit;
+    }
+    if (undone) {
+        g->want = m->want;
+        // The handles in the kind are the ones before the batch.
+        qg_array_shrink(alloc, (void **)&g->hb, &g->hb_capacity, sizeof(uint8_t), m->hb_capacity);
+    }
+    g->hold = false;
+    qg_mem_free(alloc, m, sizeof *m);
+}
+
 /// Gives back the spare capacity of a per-handle or per-slot array.
 static void pg_trim(qg_alloc *alloc, void **data, int32_t *capacity, size_t elem, int32_t keep)
 {
@@ -993,5 +1082,6 @@ static void point_grid_pairs_part(const qg_index *index, int32_t part, int32_t p
 QG_KIND_CLASS_EX(point_grid, QG_POINT_GRID, point_grid, .pairs_part = point_grid_pairs_part,
                  .move_many = point_grid_move_many, .move_many_checked = point_grid_move_many_checked,
                  .cleanup_parallel = point_grid_cleanup_parallel,
-                 .raycast = qg_pg_raycast, .nearest = qg_pg_nearest, .insert_many = point_grid_insert_many);
+                 .raycast = qg_pg_raycast, .nearest = qg_pg_nearest, .insert_many = point_grid_insert_many,
+                 .batch_mark = point_grid_batch_mark, .batch_trim = point_grid_batch_trim);
 

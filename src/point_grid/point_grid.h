@@ -237,6 +237,10 @@ typedef struct point_grid {
     int32_t hb_capacity;
     bool wide;   ///< the processor runs AVX2 (qg_pg_pairs_cell_wide)
     bool want;   ///< some level's want_cells waits for an insert or move
+    /// A batch with static elements is running (point_grid_batch_mark): no
+    /// re-sort re-fits a world until it ends. (In the padding after `want`:
+    /// the levels keep their offsets.)
+    bool hold;
     int32_t steady_high; ///< box_high seen by the last qg_cleanup
     pg_level level[PG_LEVELS];
 } point_grid;

@@ -248,6 +248,8 @@ static bool pg_grow_config(point_grid *g, int32_t k, int64_t room)
 /// cells records the want for the next insert or move.
 static bool pg_refit(point_grid *g, int32_t k, float x0, float y0, float x1, float y1)
 {
+    if (g->hold)
+        return false; // asked again after the batch (point_grid_batch_mark)
     pg_level *L = &g->level[k];
     const bool asked = L->refit;
     L->refit = false;
