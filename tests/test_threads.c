@@ -664,10 +664,14 @@ static void test_move_many_engine(void **state)
 }
 
 /* Fault injection: the k-th allocation of qg_move_many fails (once, and
- * from then on); the batch then answers QG_ERR_NOMEM and no element moved. */
-static qg_status move_many_run(tu_alloc *ta, long k, void *user)
+ * from then on); the batch then answers QG_ERR_NOMEM and no element moved.
+ * With `statics`, a third of the scene is static (in the engine's layer
+ * after the cleanup), and the batch moves some of them (each enters the
+ * kind: cells, slots, loose boxes, links, levels made live by the far and
+ * large ones) beside dynamic moves, one move at a time (index.c,
+ * move_many_serial); after a refusal the index must take the batch again. */
+static qg_status oom_batch_run(tu_alloc *ta, long k, uint64_t seed, bool statics)
 {
-    const uint64_t seed = *(const uint64_t *)user;
     tu_rng r;
     tu_rng_seed(&r, seed);
     qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
@@ -676,12 +680,28 @@ static qg_status move_many_run(tu_alloc *ta, long k, void *user)
     assert_int_equal(qg_create(&c, &idx), QG_OK);
     assert_int_equal(qg_create(&o, &oracle), QG_OK);
     fill_scene(idx, oracle, &r, (int)tu_scaled(600));
+    const int32_t high = 2 * qg_count(idx) + 8;
+    for (qg_handle h = 0; statics && h < high; h += 3)
+        if (qg_get(idx, h, &(qg_rect){0}) == QG_OK) { /* (static pairs are not reported) */
+            assert_int_equal(qg_set_static(idx, h, true), QG_OK);
+            assert_int_equal(qg_set_static(oracle, h, true), QG_OK);
+        }
+    if (statics)
+        qg_cleanup(idx); /* the static ones go to the layer */
     enum { MAX = 800 };
     qg_handle hs[MAX];
     qg_rect bs[MAX];
     const int32_t n = make_batch(idx, &r, hs, bs, MAX);
     for (int32_t i = 0; i < n; i += 7) /* big moves: new cells, nodes, levels */
         bs[i] = tu_rect(bs[i].min_x * 0.5f, bs[i].min_y, bs[i].min_x * 0.5f + 90, bs[i].min_y + 90);
+    for (int32_t i = 5; statics && i < n; i += 53) /* larger still: a level of its own */
+        bs[i] = tu_rect(bs[i].min_x, bs[i].min_y, bs[i].min_x + 2000, bs[i].min_y + 1500);
+    for (int32_t i = 0, big = 0; statics && i < n && big < 24; i++) { /* static ones over many cells and leaves */
+        if (hs[i] % 3 == 0 && i % 4 == 1) {
+            bs[i] = tu_rect(-300 + (float)big, -300, 1400, 1400 - (float)big);
+            big++;
+        }
+    }
     /* The parts in reverse on this thread: every failure point of the
      * parallel code, without starting threads a thousand times
      * (test_move_many runs the batches on real threads). */
@@ -699,6 +719,7 @@ static qg_status move_many_run(tu_alloc *ta, long k, void *user)
         fail_msg("seed %llu, allocation %ld (%s): QG_ERR_NOMEM, but %zu bytes became %zu", (unsigned long long)seed,
                  k, k % 2 ? "jobs" : "no jobs", bytes, ta->bytes);
     assert_int_equal(qg_get_stats(idx).memory_bytes, ta->bytes);
+    assert_int_equal(qg_validate(idx), QG_OK);
     if (st == QG_OK) {
         for (int32_t i = 0; i < n; i++)
             assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
@@ -706,9 +727,28 @@ static qg_status move_many_run(tu_alloc *ta, long k, void *user)
         fail_msg("seed %llu, allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(st));
     }
     same_answers(idx, oracle, seed, st == QG_OK ? "batch done" : "batch failed");
+    if (statics) {
+        /* The index goes on: a frame's cleanup and the batch again. */
+        qg_cleanup(idx);
+        assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_OK);
+        if (st != QG_OK)
+            for (int32_t i = 0; i < n; i++)
+                assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
+        same_answers(idx, oracle, seed, "static batch again");
+    }
     qg_destroy(idx);
     qg_destroy(oracle);
     return st;
+}
+
+static qg_status move_many_run(tu_alloc *ta, long k, void *user)
+{
+    return oom_batch_run(ta, k, *(const uint64_t *)user, false);
+}
+
+static qg_status static_batch_run(tu_alloc *ta, long k, void *user)
+{
+    return oom_batch_run(ta, k, *(const uint64_t *)user, true);
 }
 
 static void test_move_many_oom(void **state)
@@ -718,74 +758,6 @@ static void test_move_many_oom(void **state)
     uint64_t seed = tu_env_seed(0x00bad);
     printf("seed %llu\n", (unsigned long long)seed);
     tu_each_failure_point("qg_move_many", 10000, move_many_run, &seed);
-}
-
-/* Fault injection into a batch with static elements: a third of the scene
- * is static (in the engine's layer after the cleanup), and the batch moves
- * some of them (each enters the kind: cells, slots, loose boxes, links,
- * levels made live by the far and large ones) beside dynamic moves, one
- * move at a time (index.c, move_many_serial). Whichever allocation of the
- * batch fails, once or from then on, the undo gives every byte back. */
-static qg_status static_batch_run(tu_alloc *ta, long k, void *user)
-{
-    const uint64_t seed = *(const uint64_t *)user;
-    tu_rng r;
-    tu_rng_seed(&r, seed);
-    qg_config c = scene_config(), o = qg_default_config(QG_BRUTE_FORCE);
-    c.allocator = tu_allocator(ta);
-    qg_index *idx = NULL, *oracle = NULL;
-    assert_int_equal(qg_create(&c, &idx), QG_OK);
-    assert_int_equal(qg_create(&o, &oracle), QG_OK);
-    fill_scene(idx, oracle, &r, (int)tu_scaled(600));
-    const int32_t high = 2 * qg_count(idx) + 8;
-    for (qg_handle h = 0; h < high; h += 3)
-        if (qg_get(idx, h, &(qg_rect){0}) == QG_OK) { /* (static pairs are not reported) */
-            assert_int_equal(qg_set_static(idx, h, true), QG_OK);
-            assert_int_equal(qg_set_static(oracle, h, true), QG_OK);
-        }
-    qg_cleanup(idx); /* the static ones go to the layer */
-    enum { MAX = 800 };
-    qg_handle hs[MAX];
-    qg_rect bs[MAX];
-    const int32_t n = make_batch(idx, &r, hs, bs, MAX);
-    for (int32_t i = 0; i < n; i += 7) /* big moves: new cells, nodes, levels */
-        bs[i] = tu_rect(bs[i].min_x * 0.5f, bs[i].min_y, bs[i].min_x * 0.5f + 90, bs[i].min_y + 90);
-    for (int32_t i = 5; i < n; i += 53) /* larger still: a level of its own */
-        bs[i] = tu_rect(bs[i].min_x, bs[i].min_y, bs[i].min_x + 2000, bs[i].min_y + 1500);
-    for (int32_t i = 0, big = 0; i < n && big < 24; i++) { /* static ones over many cells and leaves */
-        if (hs[i] % 3 == 0 && i % 4 == 1) {
-            bs[i] = tu_rect(-300 + (float)big, -300, 1400, 1400 - (float)big);
-            big++;
-        }
-    }
-    int32_t two = 2;
-    const qg_jobs jobs = {2, reverse_run, &two};
-    const size_t bytes = ta->bytes;
-    tu_alloc_fail_in(ta, k);
-    const qg_status st = qg_move_many(idx, k % 2 ? &jobs : NULL, hs, bs, n);
-    tu_alloc_disarm(ta);
-    if (st == QG_ERR_NOMEM && ta->bytes != bytes)
-        fail_msg("seed %llu, allocation %ld (%s): QG_ERR_NOMEM, but %zu bytes became %zu", (unsigned long long)seed,
-                 k, k % 2 ? "jobs" : "no jobs", bytes, ta->bytes);
-    assert_int_equal(qg_get_stats(idx).memory_bytes, ta->bytes);
-    assert_int_equal(qg_validate(idx), QG_OK);
-    if (st == QG_OK) {
-        for (int32_t i = 0; i < n; i++)
-            assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
-    } else if (st != QG_ERR_NOMEM) {
-        fail_msg("seed %llu, allocation %ld: %s", (unsigned long long)seed, k, qg_status_name(st));
-    }
-    same_answers(idx, oracle, seed, st == QG_OK ? "static batch done" : "static batch failed");
-    /* The index goes on: a frame's cleanup and the batch again. */
-    qg_cleanup(idx);
-    assert_int_equal(qg_move_many(idx, NULL, hs, bs, n), QG_OK);
-    if (st != QG_OK)
-        for (int32_t i = 0; i < n; i++)
-            assert_int_equal(qg_move(oracle, hs[i], bs[i]), QG_OK);
-    same_answers(idx, oracle, seed, "static batch again");
-    qg_destroy(idx);
-    qg_destroy(oracle);
-    return st;
 }
 
 static void test_static_batch_oom(void **state)
