@@ -4,7 +4,7 @@
 // Every test compares the other kinds with this file, so it stays obviously
 // right: no tricks, no early outs beyond skipping free slots.
 #include "kind.h"
-#include "engine/engine.h" // qg_kind_move_one, for the class table
+#include "kind.h"
 
 static qg_status brute_force_configure(qg_config *config)
 {

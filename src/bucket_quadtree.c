@@ -60,7 +60,7 @@
 //   child that holds its whole integer box). One node per element: each
 //   reported once.
 #include "tree_common.h"
-#include "engine/engine.h" // qg_kind_move_one, for the class table
+#include "kind.h"
 
 #define BQ_BITS QG_TREE_BITS
 #define BQ_SIDE QG_TREE_SIDE
@@ -780,5 +780,19 @@ static int32_t bucket_quadtree_nearest(const qg_index *index, float x, float y, 
     return qg_near_finish(&c);
 }
 
-QG_KIND_CLASS_EX(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree, .raycast = bucket_quadtree_raycast,
+/// Its configure ignores element_size: a rebuild gets the other trees'
+/// depth rule for the learned median.
+static void bucket_quadtree_tune_config(qg_config *c, const qg_learned *learned)
+{
+    c->max_depth = qg_tree_depth_for(qg_tree_extent(learned->world), learned->elem, QG_TREE_BITS);
+}
+
+static const qg_tune_rule bucket_quadtree_tune = {
+    .hint = qg_tree_tune_hint,
+    .differs = qg_tree_tune_differs,
+    .config = bucket_quadtree_tune_config,
+    .stats = qg_tree_tune_stats,
+};
+
+QG_KIND_CLASS_EX(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree, .tune = &bucket_quadtree_tune, .raycast = bucket_quadtree_raycast,
                  .nearest = bucket_quadtree_nearest, .insert_many = bucket_quadtree_insert_many);

@@ -9,6 +9,7 @@
 
 #include "alloc.h"
 #include "geom.h"
+#include "tune_rule.h"
 
 #include <float.h>
 #include <math.h>
@@ -46,6 +47,9 @@ struct qg_index {
 struct qg_kind_class {
     qg_kind kind;
     size_t size; ///< sizeof the kind's struct, base first
+    /// How the kind learns its sizes (tune.c applies it); NULL: it never
+    /// learns (brute_force).
+    const qg_tune_rule *tune;
     /// Resolves the kind's "0 = choose" fields and rejects bad ones.
     qg_status (*configure)(qg_config *config);
     /// Allocates the kind's arrays (the struct is zeroed, the base filled).
@@ -133,15 +137,34 @@ struct qg_kind_class {
 /// again. The table is `qg_<prefix>_class`.
 #define QG_KIND_CLASS(prefix, KIND, type) QG_KIND_CLASS_EX(prefix, KIND, type, .pairs_part = NULL)
 
+/// The body of every kind's move_one: the box's check, the transaction, the
+/// kind's move (a constant in each, so called directly). It knows nothing of
+/// the engine: an index whose engine is in use points its klass at the
+/// engine's copy of the table, whose move_one adds the engine's hook.
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline qg_status qg_kind_move_one(qg_index *index, qg_handle h, qg_rect box,
+                                         qg_status (*move)(qg_index *, qg_txn *, qg_handle, qg_rect))
+{
+    if (!qg_box_valid(box))
+        return QG_ERR_INVALID;
+    qg_txn txn;
+    qg_txn_begin(&txn, &index->alloc);
+    const qg_status s = move(index, &txn, h, box);
+    if (s != QG_OK)
+        qg_txn_rollback(&txn);
+    return s;
+}
+
 /// QG_KIND_CLASS plus the optional members the kind serves, as designated
 /// initializers: QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part).
-/// It also makes the kind's move_one around its move (qg_kind_move_one: the
-/// kind's file includes engine.h). The kind defines its move
-/// `static QG_NOINLINE`: inlined there, the quadtree's and the point grid's
-/// moves ran 40% and 65% slower (`agents` update at 100,000; the moves are
-/// tuned to keep their registers). The attribute sits on the definition,
-/// as clang ignores one declared after it (tests/noinline_test.sh checks
-/// every kind's move is out of line).
+/// It also makes the kind's move_one around its move (qg_kind_move_one).
+/// The kind defines its move `static QG_NOINLINE`: inlined there, the
+/// quadtree's and the point grid's moves ran 40% and 65% slower (`agents`
+/// update at 100,000; the moves are tuned to keep their registers). The
+/// attribute sits on the definition, as clang ignores one declared after it
+/// (tests/noinline_test.sh checks every kind's move is out of line).
 #define QG_KIND_CLASS_EX(prefix, KIND, type, ...)                                                    \
     static qg_status prefix##_move_one(qg_index *index, qg_handle h, qg_rect box)                   \
     {                                                                                                \

@@ -66,7 +66,7 @@
 //   a leaf fills and splits while hot: a bulk build of 1,000,000 boxes takes
 //   about half the time.
 #include "tree_common.h"
-#include "engine/engine.h" // qg_kind_move_one, for the class table
+#include "kind.h"
 
 #define LQ_BITS QG_TREE_BITS
 #define LQ_SIDE QG_TREE_SIDE
@@ -950,5 +950,5 @@ static int32_t loose_quadtree_nearest(const qg_index *index, float x, float y, i
     return qg_near_finish(&c);
 }
 
-QG_KIND_CLASS_EX(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree, .raycast = loose_quadtree_raycast,
+QG_KIND_CLASS_EX(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree, .tune = &qg_tree_tune_rule, .raycast = loose_quadtree_raycast,
                  .nearest = loose_quadtree_nearest, .insert_many = loose_quadtree_insert_many);

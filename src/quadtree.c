@@ -110,7 +110,7 @@
 //   QG_ERR_NOMEM. Left serial: those splits and qg_cleanup's merge walk; 2
 //   threads gave 1.8-1.9x at 1,000,000 (README).
 #include "tree_common.h"
-#include "engine/engine.h" // qg_kind_move_one, for the class table
+#include "kind.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -2068,7 +2068,7 @@ static void quadtree_batch_trim(qg_index *index, void *mark, bool undone)
     qg_mem_free(alloc, m, m->bytes);
 }
 
-QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
+QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .tune = &qg_tree_tune_rule, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
                  .nearest = quadtree_nearest, .insert_many = quadtree_insert_many, .move_many = quadtree_move_many,
                  .batch_mark = quadtree_batch_mark, .batch_undo = quadtree_batch_undo,
                  .batch_trim = quadtree_batch_trim);

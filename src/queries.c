@@ -286,6 +286,7 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
 {
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_d2, handles);
+    c.box = qg_element_box; // the engine's layers hold elements too
     float r = index->config.element_size > 0.0f ? 2.0f * index->config.element_size
                                                  : qg_rect_extent(index->config.bounds) / 64.0f;
     if (!(r > 0.0f))

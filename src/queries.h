@@ -9,7 +9,7 @@
 #ifndef QG_QUERIES_H
 #define QG_QUERIES_H
 
-#include "engine/engine.h"
+#include "kind.h"
 
 /// The hit test's core, the formula of qg_ray_box (the `rays` workload's)
 /// with the direction's inverses given (ix = 1 / dx, iy = 1 / dy, anything
@@ -163,6 +163,10 @@ static inline qg_rect qg_ray_widen(qg_rect cell, float margin)
 /// list an element in several cells need no visited set.
 typedef struct qg_near {
     const qg_index *index;
+    /// The box of a held element, for k past QG_NEAR_CACHE: the base's slot
+    /// for a kind's own search; the generic form, which also meets the
+    /// engine's elements, gives the engine's look-up.
+    qg_rect (*box)(const qg_index *index, qg_handle h);
     float x, y;
     float max_d2;    ///< the caller's limit
     qg_handle *heap; ///< the caller's handles array
@@ -173,10 +177,17 @@ typedef struct qg_near {
     float d2[QG_NEAR_CACHE]; ///< heap[i]'s distance2 when k <= QG_NEAR_CACHE
 } qg_near;
 
+/// The box of element h of the kind (its slot in the base).
+static inline qg_rect qg_near_slot_box(const qg_index *index, qg_handle h)
+{
+    return index->boxes[h];
+}
+
 static inline void qg_near_start(qg_near *c, const qg_index *index, float x, float y, int32_t k, float max_d2,
                                  qg_handle *handles)
 {
     c->index = index;
+    c->box = qg_near_slot_box;
     c->x = x;
     c->y = y;
     c->max_d2 = max_d2;
@@ -195,7 +206,7 @@ static inline bool qg_near_before(float da, qg_handle a, float db, qg_handle b)
 
 static inline float qg_near_dist(const qg_near *c, int32_t i)
 {
-    return c->k <= QG_NEAR_CACHE ? c->d2[i] : qg_point_box_d2_fast(qg_element_box(c->index, c->heap[i]), c->x, c->y);
+    return c->k <= QG_NEAR_CACHE ? c->d2[i] : qg_point_box_d2_fast(c->box(c->index, c->heap[i]), c->x, c->y);
 }
 
 /// The distance2 past which nothing can enter: the worst held once k are

@@ -146,3 +146,35 @@ uint64_t *qg_tree_sort_morton(uint64_t *key, uint64_t *tmp, int32_t n)
     }
     return key;
 }
+
+/// A tree's learned size must differ this much: its setting, the depth,
+/// moves in steps of 2x, and a size 1.5x off already sits a level from
+/// where a fresh tree would put it (measured: the loose quadtree 1.36x its
+/// fresh tuning with the size 1.8x off after `grow`).
+#define QG_TREE_TUNE_RATIO 1.5f
+
+qg_in_force qg_tree_tune_hint(const qg_config *c, const qg_config *user)
+{
+    // 0 = nothing said: the first measure re-tunes.
+    const float elem = user->element_size > 0.0f ? user->element_size
+                       : user->max_depth > 0     ? (float)(qg_tree_extent(c->bounds) / (double)(1 << c->max_depth))
+                                                 : 0.0f;
+    return (qg_in_force){elem, 0.0f};
+}
+
+bool qg_tree_tune_differs(const qg_config *c, qg_in_force now, const qg_learned *learned)
+{
+    (void)c;
+    return qg_tune_off_by(now.elem, learned->elem, QG_TREE_TUNE_RATIO);
+}
+
+void qg_tree_tune_stats(const qg_config *c, qg_stats *s)
+{
+    s->max_depth = c->max_depth;
+}
+
+const qg_tune_rule qg_tree_tune_rule = {
+    .hint = qg_tree_tune_hint,
+    .differs = qg_tree_tune_differs,
+    .stats = qg_tree_tune_stats,
+};

@@ -732,4 +732,14 @@ static inline bool qg_lanes_report(const qg_handle *a, int ka, const qg_handle *
 /// array holding the sorted keys (after three passes, `tmp`).
 uint64_t *qg_tree_sort_morton(uint64_t *key, uint64_t *tmp, int32_t n);
 
+/// The trees' learning rule (tune_rule.h): the depth follows the median
+/// element size; the level and bucket quadtrees make theirs from these parts.
+extern const qg_tune_rule qg_tree_tune_rule;
+/// What the user's element_size (or max_depth) says is in force.
+qg_in_force qg_tree_tune_hint(const qg_config *c, const qg_config *user);
+/// A median QG_TREE_TUNE_RATIO or more off.
+bool qg_tree_tune_differs(const qg_config *c, qg_in_force now, const qg_learned *learned);
+/// A tree reports its depth, and no cells.
+void qg_tree_tune_stats(const qg_config *c, qg_stats *s);
+
 #endif

@@ -26,20 +26,9 @@
 // leaf_capacity is kept.
 #include "tune.h"
 
-#include "tree_common.h"
-
 /// Sizes a measure sorts: a cleanup's sample, and a re-tune's.
 #define QG_TUNE_SAMPLE 256
 #define QG_TUNE_SAMPLE_BIG 2048
-/// A learned size must differ this much from the one in force.
-#define QG_TUNE_RATIO 2.0f
-/// The point grid's learned bound over the measured 97th percentile.
-#define QG_TUNE_HEADROOM 1.0625f
-
-typedef struct tune_learned {
-    float elem, bound;
-    qg_rect world;
-} tune_learned;
 
 static float box_side(qg_rect b)
 {
@@ -66,7 +55,7 @@ static void grow_world(qg_rect *w, qg_rect b)
 /// (in proportion), into L; the world from the same sample, or from every
 /// element when `full`. False when there is nothing to measure.
 static bool tune_measure(const qg_index *index, const qg_rect *extra, int32_t n_extra, int32_t cap, bool full,
-                         tune_learned *L)
+                         qg_learned *L)
 {
     float sz[QG_TUNE_SAMPLE_BIG];
     if (cap > QG_TUNE_SAMPLE_BIG)
@@ -116,7 +105,7 @@ static bool tune_measure(const qg_index *index, const qg_rect *extra, int32_t n_
         return false;
     qsort(sz, (size_t)m, sizeof sz[0], cmp_float);
     float elem = sz[m / 2], bound = sz[(int64_t)m * 97 / 100];
-    const double extent = qg_tree_extent(w);
+    const double extent = fmax(qg_extent(w.min_x, w.max_x), qg_extent(w.min_y, w.max_y));
     if (!(elem > 0.0f)) {
         // Points (or mostly): the spacing of the elements stands in for
         // their size, so cells hold a few each.
@@ -147,71 +136,24 @@ static bool tune_measure(const qg_index *index, const qg_rect *extra, int32_t n_
     return true;
 }
 
-/// A trees' learned size must differ this much: their setting, the depth,
-/// moves in steps of 2x, and a size 1.5x off already sits a level from
-/// where a fresh tree would put it (measured: the loose quadtree 1.36x its
-/// fresh tuning with the size 1.8x off after `grow`).
-#define QG_TUNE_RATIO_TREE 1.5f
-
-/// True when `want` is `ratio` or more from `now` either way (or nothing is
-/// in force yet).
-static bool off_by(float now, float want, float ratio)
+static bool tune_differs(const qg_index *index, const qg_tune *t, const qg_learned *L)
 {
-    if (!(now > 0.0f))
-        return true;
-    const float r = want / now;
-    return r >= ratio || r <= 1.0f / ratio;
-}
-
-static bool off(float now, float want)
-{
-    return off_by(now, want, QG_TUNE_RATIO);
-}
-
-static bool world_off(qg_rect now, qg_rect want)
-{
-    return off((float)qg_extent(now.min_x, now.max_x), (float)qg_extent(want.min_x, want.max_x)) ||
-           off((float)qg_extent(now.min_y, now.max_y), (float)qg_extent(want.min_y, want.max_y));
-}
-
-static bool tune_differs(const qg_index *index, const qg_tune *t, const tune_learned *L)
-{
-    switch (t->real->kind) {
-    case QG_POINT_GRID:
-        // Boxes past level 0's bound go to level 1, whose cells are 4x as
-        // wide: a bound even a little under the typical box is a cliff
-        // (measured: `grow` ends 1.76x past a bound learned on its way,
-        // 4.7x slower than a fresh tuning), so past it by 1% re-tunes; a
-        // bound 2x too large costs what it costs the other grids.
-        return !(t->bound > 0.0f) || L->bound > 1.01f * t->bound || L->bound < t->bound / QG_TUNE_RATIO;
-    case QG_GRID:
-    case QG_MULTI_GRID:
-        return off(t->elem, L->elem) || world_off(index->config.bounds, L->world);
-    case QG_LOOSE_GRID:
-        return off(t->elem, L->elem);
-    default: // the trees
-        return off_by(t->elem, L->elem, QG_TUNE_RATIO_TREE);
-    }
+    return t->real->tune->differs(&index->config, (qg_in_force){t->elem, t->bound}, L);
 }
 
 /// The config a re-tune builds with: the one in force with the learned
-/// sizes and world, the derived fields re-chosen by the kind.
-static bool tune_config(const qg_index *index, const qg_tune *t, const tune_learned *L, qg_config *c)
+/// sizes and world, the derived fields re-chosen by the kind (its rule's
+/// config, then its configure).
+static bool tune_config(const qg_index *index, const qg_tune *t, const qg_learned *L, qg_config *c)
 {
     *c = index->config;
     c->bounds = L->world;
-    // The level quadtree places a box in the deepest cell that holds it
-    // whole: cells over the median leave half the boxes a level up, so it
-    // is sized for the 97th percentile (measured: 1.14-1.2x the best hand
-    // tuning at 200,000 from the median, the best being the largest box).
-    c->element_size = t->real->kind == QG_LEVEL_QUADTREE ? L->bound : L->elem;
-    // The point grid's bound with a sixteenth of headroom: a sample's 97th
-    // percentile drifts by a few percent from frame to frame.
-    c->max_element_size = t->real->kind == QG_POINT_GRID ? L->bound * QG_TUNE_HEADROOM : 0.0f;
+    c->element_size = L->elem;
+    c->max_element_size = 0.0f;
     c->cell_size = 0.0f;
     c->max_depth = 0;
-    if (t->real->kind == QG_BUCKET_QUADTREE)
-        c->max_depth = qg_tree_depth_for(qg_tree_extent(L->world), L->elem, QG_TREE_BITS);
+    if (t->real->tune->config != NULL)
+        t->real->tune->config(c, L);
     if (t->user_depth > 0)
         c->max_depth = t->user_depth;
     return t->real->configure(c) == QG_OK;
@@ -322,7 +264,7 @@ static bool tune_plan(qg_index *index, const qg_rect *extra, int32_t n_extra, fl
     // A small sample decides; only a re-tune pays for the large one and the
     // scan of every box for the world (a bulk build of 200,000 boxes into
     // the point grid takes 4 ms: the scan and sort cost it a third more).
-    tune_learned L;
+    qg_learned L;
     if (!tune_measure(index, extra, n_extra, QG_TUNE_SAMPLE, false, &L) || !tune_differs(index, t, &L))
         return false;
     if (!tune_measure(index, extra, n_extra, QG_TUNE_SAMPLE_BIG, true, &L) || !tune_differs(index, t, &L))
@@ -364,7 +306,7 @@ static void tune_perform(qg_index *index, const qg_rect *extra, int32_t n_extra)
 void qg_tune_perform_pending(qg_index *index)
 {
     qg_tune *t = index->tune;
-    if (t == NULL || index->klass == t->real)
+    if (t == NULL || index->klass != &t->pending)
         return;
     index->klass = t->real;
     if (index->engine == NULL)
@@ -384,7 +326,7 @@ static qg_status tune_move_one(qg_index *index, qg_handle h, qg_rect box)
 qg_status qg_tune_create(qg_index *index)
 {
     const qg_config *c = &index->config;
-    if (index->klass->kind == QG_BRUTE_FORCE || c->fixed_sizes)
+    if (index->klass->tune == NULL || c->fixed_sizes)
         return QG_OK;
     qg_tune *t = qg_mem_alloc(&index->alloc, sizeof *t);
     if (t == NULL)
@@ -404,32 +346,11 @@ void qg_tune_hint(qg_index *index, const qg_config *user)
     qg_tune *t = index->tune;
     if (t == NULL)
         return;
-    // What the user's values say is in force; 0 = nothing said (the first
-    // measure re-tunes).
-    const qg_config *c = &index->config;
     t->user_depth = user->max_depth;
-    switch (t->real->kind) {
-    case QG_POINT_GRID:
-        t->bound = user->max_element_size > 0.0f || user->element_size > 0.0f || user->cell_size > 0.0f
-                       ? c->max_element_size
-                       : 0.0f;
-        break;
-    case QG_GRID:
-    case QG_MULTI_GRID:
-        t->elem = user->element_size > 0.0f ? user->element_size
-                  : user->cell_size > 0.0f  ? user->cell_size / 6.0f
-                                            : 0.0f;
-        break;
-    case QG_LOOSE_GRID:
-        t->elem = user->element_size > 0.0f ? user->element_size
-                  : user->cell_size > 0.0f  ? user->cell_size / 10.0f
-                                            : 0.0f;
-        break;
-    default:
-        t->elem = user->element_size > 0.0f ? user->element_size
-                  : user->max_depth > 0     ? (float)(qg_tree_extent(c->bounds) / (double)(1 << c->max_depth))
-                                            : 0.0f;
-        break;
+    if (t->real->tune->hint != NULL) {
+        const qg_in_force f = t->real->tune->hint(&index->config, user);
+        t->elem = f.elem;
+        t->bound = f.bound;
     }
 }
 
@@ -437,7 +358,8 @@ void qg_tune_destroy(qg_index *index)
 {
     if (index->tune == NULL)
         return;
-    index->klass = index->tune->real;
+    if (index->klass == &index->tune->pending)
+        index->klass = index->tune->real;
     qg_mem_free(&index->alloc, index->tune, sizeof *index->tune);
     index->tune = NULL;
 }
@@ -445,7 +367,7 @@ void qg_tune_destroy(qg_index *index)
 void qg_tune_cleanup(qg_index *index)
 {
     qg_tune *t = index->tune;
-    if (t == NULL || index->engine != NULL || index->klass != t->real)
+    if (t == NULL || index->engine != NULL || index->klass == &t->pending)
         return;
     if (t->wait > 0) {
         t->wait--;
@@ -462,7 +384,7 @@ void qg_tune_cleanup(qg_index *index)
         t->measured = n;
         t->check_at = n < INT32_MAX / 2 ? 2 * n : INT32_MAX;
     }
-    tune_learned L;
+    qg_learned L;
     if (tune_measure(index, NULL, 0, QG_TUNE_SAMPLE, false, &L) && tune_differs(index, t, &L))
         index->klass = &t->pending;
 }
@@ -471,12 +393,12 @@ void qg_tune_insert(qg_index *index)
 {
     qg_tune *t = index->tune;
     if (index->engine != NULL) {
-        // The engine's layers are not rebuilt: no re-tunes beside them.
-        index->klass = t->real;
+        // The engine's layers are not rebuilt: no re-tunes beside them
+        // (index->klass is the engine's table, never a re-tune pending).
         t->check_at = INT32_MAX;
         return;
     }
-    if (index->klass != t->real) {
+    if (index->klass == &t->pending) {
         qg_tune_perform_pending(index);
         return;
     }
@@ -488,11 +410,9 @@ bool qg_tune_insert_many(qg_index *index, const qg_rect *boxes, int32_t n)
     qg_tune *t = index->tune;
     if (t == NULL)
         return false;
-    if (index->engine != NULL) {
-        index->klass = t->real;
+    if (index->engine != NULL)
         return false;
-    }
-    const bool pending = index->klass != t->real;
+    const bool pending = index->klass == &t->pending;
     index->klass = t->real;
     t->planned = (pending || (int64_t)index->count + n >= t->check_at) &&
                  tune_plan(index, boxes, n, &t->plan_elem, &t->plan_bound, &t->plan);
@@ -513,7 +433,8 @@ void qg_tune_clear(qg_index *index)
     qg_tune *t = index->tune;
     if (t == NULL)
         return;
-    index->klass = t->real;
+    if (index->klass == &t->pending)
+        index->klass = t->real;
     t->measured = 0;
     t->cleanups = 0;
     t->check_at = QG_TUNE_MIN;
@@ -523,12 +444,13 @@ void qg_tune_stats(const qg_index *index, qg_stats *s)
 {
     const qg_config *c = &index->config;
     const qg_tune *t = index->tune;
-    const qg_kind kind = index->klass->kind;
+    const qg_tune_rule *rule = index->klass->tune;
     s->element_size = t != NULL && t->elem > 0.0f ? t->elem : c->element_size;
-    s->size_bound = kind == QG_POINT_GRID ? c->max_element_size : s->element_size;
-    const bool grid = kind == QG_GRID || kind == QG_MULTI_GRID || kind == QG_LOOSE_GRID || kind == QG_POINT_GRID;
-    s->cell_size = grid ? c->cell_size : 0.0f;
-    s->max_depth = grid || kind == QG_BRUTE_FORCE ? 0 : c->max_depth;
+    s->size_bound = s->element_size;
+    s->cell_size = 0.0f;
+    s->max_depth = 0;
+    if (rule != NULL)
+        rule->stats(c, s);
     s->world = c->bounds;
     s->retunes = t != NULL ? t->retunes : 0;
 }

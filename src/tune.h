@@ -85,13 +85,19 @@ size_t qg_tune_bytes(const qg_index *index);
 
 static inline bool qg_tune_pending(const qg_index *index)
 {
-    return index->tune != NULL && index->klass != index->tune->real;
+    return index->tune != NULL && index->klass == &index->tune->pending;
+}
+
+/// The kind's own table (not a re-tune's copy, nor the engine's).
+static inline const qg_kind_class *qg_tune_real(const qg_index *index)
+{
+    return index->tune != NULL ? index->tune->real : index->klass;
 }
 
 /// qg_insert's one test: a re-tune pending or a measure due.
 static inline bool qg_tune_due(const qg_index *index)
 {
-    return index->tune != NULL && (index->klass != index->tune->real || index->count >= index->tune->check_at);
+    return index->tune != NULL && (index->klass == &index->tune->pending || index->count >= index->tune->check_at);
 }
 
 #endif

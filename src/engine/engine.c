@@ -2,6 +2,7 @@
 // Static elements, collision filters and overlap events (see engine.h for
 // where elements live and why).
 #include "engine.h"
+#include "../tune.h" // the kind's own table, under a re-tune's copy
 
 static const qg_filter default_filter = {1u, 0xFFFFFFFFu};
 
@@ -265,8 +266,21 @@ void qg_engine_destroy(qg_index *index)
     qg_array_free(a, (void **)&e->pend, &e->pend_cap, sizeof(qg_handle));
     qg_array_free(a, (void **)&e->prev, &e->prev_cap, sizeof(uint64_t));
     qg_static_free(a, &e->layer);
+    index->klass = e->real;
     qg_mem_free(a, e, sizeof *e);
     index->engine = NULL;
+}
+
+/// qg_move of an element the kind holds, while the engine exists: the
+/// kind's move_one and then the engine's hook. The one indirect call on
+/// this path (the kind's move through its table) is the price of keeping
+/// the engine out of the kinds.
+static qg_status engine_move_one(qg_index *index, qg_handle h, qg_rect box)
+{
+    const qg_status s = index->engine->real->move_one(index, h, box);
+    if (s == QG_OK)
+        qg_engine_moved(index, h, box);
+    return s;
 }
 
 /// The engine, made on first use: every live element (all in the kind,
@@ -281,7 +295,13 @@ static qg_engine *engine_get(qg_index *index)
         return NULL;
     memset(e, 0, sizeof *e);
     e->wide = qg_cpu_avx2();
+    // The kind's own table, not a re-tune pending: none runs beside the
+    // engine's layers (tune.h).
+    e->real = qg_tune_real(index);
+    e->table = *e->real;
+    e->table.move_one = engine_move_one;
     index->engine = e;
+    index->klass = &e->table;
     qg_txn txn;
     qg_txn_begin(&txn, &index->alloc);
     if (!qg_engine_reserve_insert(index, &txn, index->box_high > 0 ? index->box_high : 1,

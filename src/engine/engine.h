@@ -42,6 +42,11 @@ enum {
 };
 
 typedef struct qg_engine {
+    /// The kind's table with the engine's move_one: index->klass points here
+    /// while the engine exists, so the kinds' own move_one (kind.h) knows
+    /// nothing of it and an index without the engine pays nothing.
+    qg_kind_class table;
+    const qg_kind_class *real; ///< the kind's own table
     uint8_t *flags; ///< per slot
     int32_t flags_cap;
     int32_t *dyn_pos; ///< per slot: position in dyn[] of a dynamic element
@@ -244,25 +249,6 @@ static inline void qg_engine_moved(qg_index *index, qg_handle h, qg_rect box)
     } else if (e->layer.live > 0) {
         qg_engine_make_cache(index);
     }
-}
-/// The body of a kind's move_one (QG_KIND_CLASS): `move` is a constant in
-/// each, so it is called directly.
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline qg_status qg_kind_move_one(qg_index *index, qg_handle h, qg_rect box,
-                                         qg_status (*move)(qg_index *, qg_txn *, qg_handle, qg_rect))
-{
-    if (!qg_box_valid(box))
-        return QG_ERR_INVALID;
-    qg_txn txn;
-    qg_txn_begin(&txn, &index->alloc);
-    const qg_status s = move(index, &txn, h, box);
-    if (s != QG_OK)
-        qg_txn_rollback(&txn);
-    else if (index->engine != NULL)
-        qg_engine_moved(index, h, box);
-    return s;
 }
 /// After the kind's qg_move_many moved these dynamic elements.
 void qg_engine_moved_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles, int32_t n);

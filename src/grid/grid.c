@@ -76,7 +76,7 @@
 #include "batch.h"
 #include "check.h"
 #include "rays.h"
-#include "../engine/engine.h" // qg_kind_move_one, for the class table
+#include "../kind.h"
 
 typedef struct grid {
     qg_index base;
@@ -198,7 +198,34 @@ static void grid_batch_trim(qg_index *index, void *mark, bool undone)
     gr_trim(&((grid *)index)->g, &index->alloc, mark, undone);
 }
 
-QG_KIND_CLASS_EX(grid, QG_GRID, grid, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
+static qg_in_force grid_tune_hint(const qg_config *c, const qg_config *user)
+{
+    (void)c;
+    const float elem = user->element_size > 0.0f ? user->element_size
+                       : user->cell_size > 0.0f  ? user->cell_size / 6.0f
+                                                 : 0.0f;
+    return (qg_in_force){elem, 0.0f};
+}
+
+/// The grids wrap around a torus: a world grown 2x folds twice as many
+/// elements onto each cell, so the world re-tunes as the size does.
+static bool grid_tune_differs(const qg_config *c, qg_in_force now, const qg_learned *learned)
+{
+    return qg_tune_off_by(now.elem, learned->elem, QG_TUNE_RATIO) || qg_tune_world_off(c->bounds, learned->world);
+}
+
+static void grid_tune_stats(const qg_config *c, qg_stats *s)
+{
+    s->cell_size = c->cell_size;
+}
+
+const qg_tune_rule qg_grid_tune_rule = {
+    .hint = grid_tune_hint,
+    .differs = grid_tune_differs,
+    .stats = grid_tune_stats,
+};
+
+QG_KIND_CLASS_EX(grid, QG_GRID, grid, .tune = &qg_grid_tune_rule, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
                  .raycast = grid_raycast, .nearest = grid_nearest,
                  .insert_many = grid_insert_many, .batch_mark = grid_batch_mark,
                  .batch_trim = grid_batch_trim);

@@ -45,7 +45,7 @@
 #include "batch.h"
 #include "check.h"
 #include "rays.h"
-#include "../engine/engine.h" // qg_kind_move_one, for the class table
+#include "../kind.h"
 
 typedef struct multi_grid {
     qg_index base;
@@ -363,7 +363,7 @@ static void multi_grid_batch_trim(qg_index *index, void *mark, bool undone)
     gr_trim(&((multi_grid *)index)->g, &index->alloc, mark, undone);
 }
 
-QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .pairs_part = multi_grid_pairs_part,
+QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .tune = &qg_grid_tune_rule, .pairs_part = multi_grid_pairs_part,
                  .move_many = multi_grid_move_many, .raycast = multi_grid_raycast, .nearest = multi_grid_nearest,
                  .insert_many = multi_grid_insert_many, .batch_mark = multi_grid_batch_mark,
                  .batch_trim = multi_grid_batch_trim);

@@ -760,4 +760,8 @@ static inline void gr_relink(gr_grid *g, gr_bits *bits, gr_ibox ob, gr_ibox nb, 
     }
 }
 
+/// The grid family's learning rule (grid.c): cells of 6 median elements,
+/// and the world, which the table wraps around, followed too.
+extern const qg_tune_rule qg_grid_tune_rule;
+
 #endif

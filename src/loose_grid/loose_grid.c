@@ -5,7 +5,7 @@
 // overview of the kind is in loose_grid.h; world.c owns the re-sort, the
 // relink and the re-fit, pairs.c the pair search.
 #include "loose_grid.h"
-#include "../engine/engine.h" // qg_kind_move_one, for the class table
+#include "../kind.h"
 #include "../queries.h"
 
 /// Links loose cell i into the tight cells of `grown` that are not in `had`
@@ -1183,7 +1183,34 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
     return qg_near_finish(&q);
 }
 
-QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .pairs_part = qg_lg_pairs_part,
+static qg_in_force loose_grid_tune_hint(const qg_config *c, const qg_config *user)
+{
+    (void)c;
+    const float elem = user->element_size > 0.0f ? user->element_size
+                       : user->cell_size > 0.0f  ? user->cell_size / 10.0f
+                                                 : 0.0f;
+    return (qg_in_force){elem, 0.0f};
+}
+
+/// Cells of 10 median elements; the world it re-fits itself.
+static bool loose_grid_tune_differs(const qg_config *c, qg_in_force now, const qg_learned *learned)
+{
+    (void)c;
+    return qg_tune_off_by(now.elem, learned->elem, QG_TUNE_RATIO);
+}
+
+static void loose_grid_tune_stats(const qg_config *c, qg_stats *s)
+{
+    s->cell_size = c->cell_size;
+}
+
+static const qg_tune_rule loose_grid_tune = {
+    .hint = loose_grid_tune_hint,
+    .differs = loose_grid_tune_differs,
+    .stats = loose_grid_tune_stats,
+};
+
+QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .tune = &loose_grid_tune, .pairs_part = qg_lg_pairs_part,
                  .move_many = loose_grid_move_many, .cleanup_parallel = loose_grid_cleanup_parallel,
                  .raycast = loose_grid_raycast, .nearest = loose_grid_nearest,
                  .insert_many = loose_grid_insert_many, .batch_mark = loose_grid_batch_mark,
