@@ -2,7 +2,7 @@
 // QG_BUCKET_QUADTREE: the classic bucket quadtree (docs/kinds.md), the textbook
 // baseline the README compares the other kinds against.
 //
-// - Learning (issue 32, tune.c): its depth, BQ_DEFAULT_DEPTH whatever the
+// - Learning (tune.c): its depth, BQ_DEFAULT_DEPTH whatever the
 //   config's element_size, becomes the other trees' rule for the learned
 //   median larger side (deepest level whose cells are at least that wide);
 //   the world is the elements' bounding box.
@@ -46,7 +46,7 @@
 //   only into the blocks of nodes the old tree held (no allocation); later
 //   inserts split the rest as usual. The mapping is computed in double: any
 //   finite bounds.
-// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+// - Ray casts and nearest searches walk the tree themselves,
 //   depth first with an explicit stack (near to far is what lets a
 //   closest-hit cast stop early; breadth first cannot), each node's bucket
 //   tested when it is reached, empty subtrees (total 0) skipped, children

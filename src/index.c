@@ -3,7 +3,7 @@
 // the kind's table. The base's element slots (boxes and the handle free list)
 // are managed here, so every kind gets handle checks, qg_get and qg_count for
 // free and cannot get them wrong.
-#include "engine/engine.h"
+#include "static_filters_events/engine.h"
 #include "tune.h"
 
 /// The table of kinds and their names, indexed by qg_kind (QG_KIND_LIST).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // QG_LEVEL_QUADTREE: the "instant insertion" quadtree (docs/kinds.md).
 //
-// - Learning (issue 32, tune.c): element_size = the 97th percentile of the
+// - Learning (tune.c): element_size = the 97th percentile of the
 //   elements' larger sides (a box sits in the deepest cell holding it whole:
 //   cells over the median left half of them a level up, 1.04-1.27x the best
 //   hand tuning at 200,000) sets the preallocated depth (capped at
@@ -50,7 +50,7 @@
 //   quadtree cells are the same cell or one holds the other. So every pair is
 //   found once by testing each node's elements among themselves and each
 //   element against the elements of the descendants its box overlaps.
-// - Ray casts and nearest searches (issue 13) walk the levels themselves,
+// - Ray casts and nearest searches walk the levels themselves,
 //   depth first with an explicit stack, a node's own elements tested when it
 //   is reached, empty subtrees (total 0) skipped, children near first (by
 //   the segment's entry parameter, by distance2), and a node skipped when

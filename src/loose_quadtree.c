@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // QG_LOOSE_QUADTREE: the loose quadtree (docs/kinds.md).
 //
-// - Learning (issue 32, tune.c): as QG_QUADTREE: element_size = the median
+// - Learning (tune.c): as QG_QUADTREE: element_size = the median
 //   larger side sets max_depth; the world is the elements' bounding box.
 // - A node is 20 bytes, as in the text: its loose box (float rect[4]) and
 //   `children`, negative for a branch (minus the first of its 4 contiguous
@@ -18,7 +18,7 @@
 //   only place boxes shrink) and merges every branch whose 4 children are
 //   leaves holding at most leaf_capacity elements in all back into one leaf
 //   (in one pass: a parent is finished after its children, so merges
-//   cascade). Staying fresh (issue 17): the elements' lists are threaded
+//   cascade). Staying fresh: the elements' lists are threaded
 //   through per-handle records, so they have no pool to scatter; what aged
 //   was the tree itself. Leaves split when a ninth element came in and,
 //   before merging, came back only when all 4 children were empty, so a
@@ -49,7 +49,7 @@
 //   move, which may allocate. The new max_depth puts the smallest cells at
 //   the elements' mean size (or element_size, if larger), under a max_depth
 //   the user chose. The mapping is computed in double: any finite bounds.
-// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+// - Ray casts and nearest searches walk the tree themselves,
 //   depth first with an explicit stack, children near first (by the
 //   segment's entry parameter into their boxes, by distance2 to them),
 //   skipping a node the segment misses or enters past the current max_t, or

@@ -58,15 +58,6 @@ static inline int32_t qg_enode_take(qg_enode_pool *p, int32_t element, int32_t n
     return i;
 }
 
-/// Gives a node back to the free list.
-static inline void qg_enode_give(qg_enode_pool *p, int32_t i)
-{
-    p->data[i].next = p->free_head;
-    p->data[i].element = -1;
-    p->free_head = i;
-    p->live--;
-}
-
 /// Counts the free list (for validation): should equal high - live.
 static inline int64_t qg_enode_free_count(const qg_enode_pool *p)
 {

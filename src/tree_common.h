@@ -13,7 +13,7 @@
 #define QG_TREE_COMMON_H
 
 #include "kind.h"
-#include "queries.h"
+#include "ray_nearest_kernels.h"
 
 /// Integer coordinates span [0, QG_TREE_SIDE) on each axis: depth 15 is the
 /// deepest level whose cells are still at least one integer unit wide.

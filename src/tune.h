@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Learning sizes and world from the elements, and re-tuning by rebuild
-// (issue 32). index.c calls these hooks; the logic is in tune.c.
+//. index.c calls these hooks; the logic is in tune.c.
 //
 // Every kind but brute_force gets a qg_tune at qg_create unless the config
 // says fixed_sizes. It measures the elements (quantiles of their larger

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Hard cases for a kind's own qg_raycast and qg_nearest (issue 13), shared by
+/* Hard cases for a kind's own qg_raycast and qg_nearest, shared by
  * test_grid.c, test_multi_grid.c and test_loose_grid.c: every answer is
  * checked against a plain loop over qg_ray_box / qg_point_box_distance2 on
  * the live handles below `high`. Static functions only: each test program

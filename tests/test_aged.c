@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Aged indexes, for one kind (argv[1]; ctest aged_<kind>), issue 17.
+/* Aged indexes, for one kind (argv[1]; ctest aged_<kind>).
  *
  * The other tests mostly check an index soon after it was built. A running
  * program ages its index: hundreds of frames of moves, removes, reinserts
@@ -41,7 +41,7 @@ static const float INF = (float)INFINITY;
 
 
 /* The kinds that merge their under-full branches back in qg_cleanup
- * (issue 17): the memory bound is asserted for them, printed for the
+ *: the memory bound is asserted for them, printed for the
  * others (the bucket quadtree, for one, keeps the nodes a crowd made). */
 static bool tree_kind(qg_kind k)
 {
@@ -276,7 +276,7 @@ static void test_aged_differential(void **state)
      * than the spread scene does; arrays keep their peak capacity (only a
      * call that may allocate grows them, nothing shrinks them), so the
      * bound is the peak's: x3 with the 1.5x growth steps. What it catches
-     * is growth without end, the layout's leak issue 17 was about. */
+     * is growth without end, a leak of the layout. */
     if (tree_kind(g_kind) && aged > 3 * rebuilt + 4096)
         fail_msg("%s: aged index holds %zu bytes, the same boxes rebuilt %zu", qg_kind_name(g_kind), aged, rebuilt);
     qg_destroy(fresh);

@@ -125,7 +125,7 @@ static void test_default_config(void **state)
     for (int k = 0; k < QG_KIND_COUNT; k++) {
         qg_config c = qg_default_config((qg_kind)k);
         assert_int_equal(c.kind, k);
-        /* bounds all zero: no hint (issue 32); nothing to set, sizes learned */
+        /* bounds all zero: no hint; nothing to set, sizes learned */
         assert_true(c.bounds.min_x == 0 && c.bounds.min_y == 0);
         assert_true(c.bounds.max_x == 0 && c.bounds.max_y == 0);
         assert_false(c.fixed_sizes);

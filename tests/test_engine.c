@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Static elements, collision filters and overlap events (issue 18), for one
+/* Static elements, collision filters and overlap events, for one
  * kind (argv[1]), against a plain model written here: every pair of live
  * boxes that overlap, are not both static and pass both filters; events as
  * the difference of those sets between calls, an element removed (its
@@ -619,7 +619,7 @@ static void test_level(void **state)
     }
 }
 
-/* The fat layer (src/fat_layer.h): the dynamic elements of an index with
+/* The fat layer (src/static_filters_events/fat_layer.h): the dynamic elements of an index with
  * static ones, held by the engine. A crowd with walls: mixed sizes from
  * fat_crowd_box (points, a coincident pile that crowds the partner lists,
  * huge boxes on the upper levels and the huge list, boxes far outside), moved a
@@ -740,7 +740,7 @@ static void test_fat_layer(void **state)
     free(m);
 }
 
-/* The moving elements' caches of static items (src/static_cache.h) through
+/* The moving elements' caches of static items (src/static_filters_events/static_cache.h) through
  * their life, against the model every frame: made at the first move after
  * the layer fills, refilled as movers leave their fat boxes (steady
  * movers, turns and jumps, frames without a qg_cleanup), kept through

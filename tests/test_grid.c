@@ -3,7 +3,7 @@
  * and taken again, moves inside a cell range that touch nothing, boxes
  * outside the bounds wrapping onto the torus, big boxes and the everywhere
  * list, exact rollback of multi-row growth, cells visited by a query, the
- * stats, the outside / huge / tiny sequences of issue 11 against the
+ * stats, the outside / huge / tiny sequences against the
  * brute-force kind, and the parts of the parallel calls (bands of rows). */
 #include "test_util.h"
 #include "kind_queries.h"
@@ -412,7 +412,7 @@ static void test_parts(void **state)
     close_grid(&f);
 }
 
-/* Own ray casts and nearest searches (issue 13) against plain loops: boxes
+/* Own ray casts and nearest searches against plain loops: boxes
  * and rays on cell lines, boxes in other wraps of the torus and far
  * outside, the wide list, cells far smaller than the boxes (most boxes on
  * the wide list), cells not aligned with the boxes, k past the count. */
@@ -442,7 +442,7 @@ int main(void)
         cmocka_unit_test(test_defaults),      cmocka_unit_test(test_everywhere),
         cmocka_unit_test(test_huge_tiny_cells), cmocka_unit_test(test_parts),
         cmocka_unit_test(test_rays_nearest),
-        /* Bounds are a hint (issue 11): outside, huge and tiny worlds, with
+        /* Bounds are a hint: outside, huge and tiny worlds, with
          * failing allocations, exact beside the brute-force kind. */
         TU_KIND_CASE("test_scenes", tu_case_failing_worlds, QG_GRID),
     };

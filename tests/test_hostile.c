@@ -696,7 +696,7 @@ static void test_config_extremes(void **state)
  * cells fill up) and back, twice, qg_cleanup brings memory_bytes back
  * within 5% (plus 64 KiB) of what the spread boxes held before, asking for
  * no memory itself; answers stay exact. The grids give back the node slots
- * of rows the crowd left (issue 14: their rows kept their high-water
+ * of rows the crowd left (their rows kept their high-water
  * size). quadtree and loose_quadtree keep their node pools' size of the
  * crowd (1.6x and 1.24x the spread boxes' here): for them, memory must not
  * pass the crowd's. */
@@ -764,7 +764,7 @@ static void test_crowd_memory(void **state)
 
 /* The grids with cells far too small for their boxes (cell_size 1e-3,
  * boxes up to 20 wide, a few 3,000 wide): a box is linked into at most
- * 4,096 cells (src/grid/rows.h, GR_BOX_CELLS), so memory stays under the
+ * 4,096 cells (src/grid_family/grid_rows.inc, GR_BOX_CELLS), so memory stays under the
  * grid's rows (2048 x 2048 cells of 4 bytes) plus 48 KiB a box, and the
  * answers are exact. */
 static void test_box_cells(void **state)

@@ -512,7 +512,7 @@ static void test_validate_damage(void **state)
     qg_destroy(idx);
 }
 
-/* Own ray casts and nearest searches (issue 13) against plain loops: boxes
+/* Own ray casts and nearest searches against plain loops: boxes
  * on cell lines, elements far outside the world (clamped onto its border
  * cells, or re-fitted around), boxes far bigger than the cells (loose
  * boxes over many tight cells), before and after cleanup (item boxes or

@@ -3,7 +3,7 @@
  * occupancy levels stay exact under churn (qg_validate checks every bit), a
  * large query on a sparse world looks at far fewer cells than QG_GRID with
  * the same answers, the stats and visit show every level, and the outside /
- * huge / tiny sequences of issue 11 (queries split where they wrap) match
+ * huge / tiny sequences (queries split where they wrap) match
  * the brute-force kind. */
 #include "test_util.h"
 #include "kind_queries.h"
@@ -183,7 +183,7 @@ static void test_parts(void **state)
     tu_close(idx, &a);
 }
 
-/* Own ray casts and nearest searches (issue 13) against plain loops (the
+/* Own ray casts and nearest searches against plain loops (the
  * walk QG_GRID shares): cell lines, other wraps, far outside, the wide
  * list, tiny and unaligned cells, k past the count. */
 static void test_rays_nearest(void **state)
@@ -209,7 +209,7 @@ int main(void)
         cmocka_unit_test(test_levels),         cmocka_unit_test(test_churn_exact),
         cmocka_unit_test(test_sparse_quarter), cmocka_unit_test(test_empty_query),
         cmocka_unit_test(test_parts),          cmocka_unit_test(test_rays_nearest),
-        /* Bounds are a hint (issue 11): outside, huge and tiny worlds, with
+        /* Bounds are a hint: outside, huge and tiny worlds, with
          * failing allocations, exact beside the brute-force kind. */
         TU_KIND_CASE("test_scenes", tu_case_failing_worlds, QG_MULTI_GRID),
     };

@@ -282,7 +282,7 @@ static void test_threads_default(void **state)
     run_threads(&c, (int)tu_scaled(g_kind == QG_BRUTE_FORCE ? 4000 : 20000), 8, (int)tu_scaled(3), false);
 }
 
-/* The same with static elements and filters (issue 18): the const calls
+/* The same with static elements and filters: the const calls
  * read the static layer and the filters from every thread. */
 static void test_threads_engine(void **state)
 {
@@ -580,7 +580,7 @@ static void test_move_many(void **state)
     qg_destroy(oracle);
 }
 
-/* qg_move_many and qg_cleanup_parallel over a static tile map (issue 18):
+/* qg_move_many and qg_cleanup_parallel over a static tile map:
  * enough moving elements that the engine's moved-element pass and the
  * refill of its caches of static neighbours run on the workers; a door
  * (a static element) moves now and then, so batches also take the serial

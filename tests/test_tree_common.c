@@ -228,7 +228,7 @@ static void test_depth_for(void **state)
     assert_int_equal(qg_tree_depth_for(2.0 * FLT_MAX, 5, QG_TREE_BITS), QG_TREE_BITS);
     assert_int_equal(qg_tree_depth_for(1e-30, 5, QG_TREE_BITS), 1);
     qg_config c = qg_default_config(QG_QUADTREE);
-    c.bounds = (qg_rect){0, 0, 1024, 1024}; /* the default's are zero: no hint (issue 32) */
+    c.bounds = (qg_rect){0, 0, 1024, 1024}; /* the default's are zero: no hint */
     assert_int_equal(qg_tree_chosen_depth(&c, 8, QG_TREE_BITS), 8);
     c.element_size = 10;
     assert_int_equal(qg_tree_chosen_depth(&c, 8, QG_TREE_BITS), 6);
@@ -290,7 +290,7 @@ static void test_cells(void **state)
     }
 }
 
-/// The regions the trees' ray casts and nearest searches test (issue 13):
+/// The regions the trees' ray casts and nearest searches test:
 /// every point lies in the region of each cell, at every depth, that the
 /// mapping sends it into, whatever the world and wherever the point, and
 /// for a ray's reach too.

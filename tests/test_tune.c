@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Learning and re-tuning (issue 32), for one kind (argv[1]).
+/* Learning and re-tuning, for one kind (argv[1]).
  *
  * Every scene runs the kind from qg_default_config with nothing set beside
  * QG_BRUTE_FORCE on the same boxes: each frame moves every box a little,

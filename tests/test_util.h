@@ -236,7 +236,7 @@ qg_kind tu_case_kind(void **state);
 /* Skips the running cmocka case when `kind` is not built. */
 void tu_skip_unless_built(qg_kind kind);
 
-/* ---- bounds are a hint (issue 11): sequences every kind's file can run -- */
+/* ---- bounds are a hint: sequences every kind's file can run -- */
 
 /* A world the elements leave or dwarf: boxes of 2..8 units times `scale`,
  * spread over [-4096, 5120]^2 around [0, 1024]^2 bounds (`outside`) or

@@ -290,9 +290,9 @@ static void tq_case_offset(void **state)
 }
 
 /// The shared cases every tree kind's own program runs, as table entries
-/// named test_<case>_<name>: bounds are a hint (issue 11: outside, huge and
+/// named test_<case>_<name>: bounds are a hint (outside, huge and
 /// tiny worlds beside the brute-force kind, the re-fit's allocations
-/// failing) and issue 13's own ray casts and nearest searches.
+/// failing) and own ray casts and nearest searches.
 #define TQ_TREE_CASES(kind, name)                                              \
     TU_KIND_CASE("test_scenes_" #name, tu_case_refit_scenes, (kind)),          \
         TU_KIND_CASE("test_refit_oom_" #name, tu_case_refit_oom, (kind)),      \

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The point grid's pairs against QG_BRUTE_FORCE, in plain C (no cmocka), so
 // it builds wherever the library does: the ARM64 cross build under qemu and
-// WebAssembly under Node run the portable vector kernels (pairs_vec.c)
+// WebAssembly under Node run the portable vector kernels (point_grid_pairs_vec.c)
 // through it, crowds dense enough to fill many chunks per cell, boxes of
 // several size levels (the cross-level rows), after moves (stale
 // snapshots, the scalar path) and after qg_cleanup (fresh ones, the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // quadgrid-crowd-walls: a crowd of agents with a few static walls, the scene
-// that decides where the engine's fat layer (src/fat_layer.h) is worth it.
+// that decides where the engine's fat layer (src/static_filters_events/fat_layer.h) is worth it.
 // Agents as in the `agents` workload (docs/workloads.md; their own
 // seeded generator here, not its draws), in a world `scale` times as wide
 // (scale 4: about the `level` workload's density), plus `walls` static 64x8

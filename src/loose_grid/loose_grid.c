@@ -2,11 +2,11 @@
 // QG_LOOSE_GRID: the kind's table and its structure calls: loose cells and
 // their links, inserts, removes and moves (with the re-fit they may run),
 // qg_cleanup's order of work, queries, stats, visit and validate. The
-// overview of the kind is in loose_grid.h; world.c owns the re-sort, the
-// relink and the re-fit, pairs.c the pair search.
+// overview of the kind is in loose_grid.h; loose_grid_world.c owns the re-sort, the
+// relink and the re-fit, loose_grid_pairs.c the pair search.
 #include "loose_grid.h"
 #include "../kind.h"
-#include "../queries.h"
+#include "../ray_nearest_kernels.h"
 
 /// Links loose cell i into the tight cells of `grown` that are not in `had`
 /// (had lies inside grown: a box only grows here). Links were reserved.
@@ -908,13 +908,13 @@ static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-/// qg_pairs: the search lives in pairs.c.
+/// qg_pairs: the search lives in loose_grid_pairs.c.
 static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     qg_lg_pairs(index, fn, user, stats);
 }
 
-/* ---- ray casts and nearest searches (issue 13) --------------------------- */
+/* ---- ray casts and nearest searches --------------------------- */
 // Both walk the tight cells (the clamped grid: its border cells reach to
 // infinity, so nothing lies outside it) and, through their links, the loose
 // cells, whose boxes hold their elements' boxes. A loose cell is linked in

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // QG_LOOSE_GRID: the loose/tight double grid (docs/kinds.md).
 //
-// - Learning (issue 32, tune.c): element_size = the median larger side of
+// - Learning (tune.c): element_size = the median larger side of
 //   its elements: loose cells LG_CELL_WIDTHS of it, margins half of it; the
-//   world keeps following the elements (world.c).
+//   world keeps following the elements (loose_grid_world.c).
 // - Loose cells are {int32 head; float l, t, r, b}: 20 bytes. An element is
 //   inserted once, into the loose cell holding its centre, and the loose
 //   cell's box grows to contain it ("each element only needs to be inserted
@@ -19,7 +19,7 @@
 // - qg_cleanup is the only place boxes shrink. It writes the item nodes out
 //   in loose-cell order with their current boxes (each cell's list becomes
 //   a contiguous run), sets every loose box to its elements' boxes plus the
-//   margin, and rebuilds the tight cells' lists to match (qg_lg_relink in world.c). The
+//   margin, and rebuilds the tight cells' lists to match (qg_lg_relink in loose_grid_world.c). The
 //   reorder is an in-place counting sort (American flag): the order of the
 //   last cleanup is nearly right, so it only shuffles items over short
 //   distances. Where the margin would carry a box into a tight cell it was
@@ -89,7 +89,7 @@
 //   parallel cleanup gathers the boxes and shrinks the loose boxes of the
 //   sorted runs on the workers; the in-place permutation and the relink of
 //   the tight cells stay serial.
-// - Ray casts and nearest searches (issue 13, loose_grid.c) walk the tight
+// - Ray casts and nearest searches (loose_grid.c) walk the tight
 //   cells: a ray row by row in the direction of dy and along each row in
 //   the direction of dx, widened by a hair for rounding (the loose boxes
 //   are tested exactly, so the walk needs no margin for the looseness);
@@ -330,8 +330,8 @@ qg_status qg_lg_refit(loose_grid *g, qg_txn *txn, const lg_plan *p, qg_handle oh
 
 
 /* ---- what the files of the kind share ----------------------------------- */
-// loose_grid.c: the structure; world.c: cleanup's re-sort and relink, and the
-// re-fit; pairs.c: the pair search.
+// loose_grid.c: the structure; loose_grid_world.c: cleanup's re-sort and relink, and the
+// re-fit; loose_grid_pairs.c: the pair search.
 int32_t qg_lg_take_item(loose_grid *g);
 int32_t qg_lg_side(double extent, double cell);
 void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t lcols, int32_t lrows);

@@ -2,8 +2,8 @@
 // QG_POINT_GRID: the kind's table and its structure calls: inserts, removes
 // and moves through the levels' tails and home cells, qg_cleanup's choice
 // between refresh and re-sort, queries, stats, visit and validate. The
-// overview of the kind is in point_grid.h; world.c owns the levels' worlds
-// and re-sorts, pairs.c and pairs_avx2.c the pair search.
+// overview of the kind is in point_grid.h; point_grid_world.c owns the levels' worlds
+// and re-sorts, point_grid_pairs.c and point_grid_pairs_avx2.c the pair search.
 #include "point_grid.h"
 #include "../kind.h"
 
@@ -1066,13 +1066,13 @@ static qg_status point_grid_validate(const qg_index *index, size_t *bytes)
     return QG_OK;
 }
 
-/// qg_pairs: the search lives in pairs.c.
+/// qg_pairs: the search lives in point_grid_pairs.c.
 static void point_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats)
 {
     qg_pg_pairs(index, fn, user, stats);
 }
 
-/// qg_pairs_parallel's parts: pairs.c.
+/// qg_pairs_parallel's parts: point_grid_pairs.c.
 static void point_grid_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
                                   qg_query_stats *stats)
 {

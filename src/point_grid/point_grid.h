@@ -2,11 +2,11 @@
 // QG_POINT_GRID: the uniform upper-bound grid of "Dirty Trick: Uniform Sizes"
 // (docs/kinds.md), in size levels, over a world that follows its elements.
 //
-// - Learning (issue 32, tune.c): max_element_size = the 97th percentile of
+// - Learning (tune.c): max_element_size = the 97th percentile of
 //   its elements' larger sides plus a sixteenth (level 0 takes 97% of them;
 //   the bench's hand tuning is the largest ordinary box, and a few 16x
 //   larger go to coarser levels, which cost little), cells six of it; the
-//   world keeps following the elements (world.c). A re-tune rebuilds when
+//   world keeps following the elements (point_grid_world.c). A re-tune rebuilds when
 //   the percentile passes that bound (a bound under the boxes sends them to
 //   level 1, 4x coarser: a cliff) or falls under half of it.
 // Sizes: levels, not a limit.
@@ -133,7 +133,7 @@
 #include <immintrin.h>
 #define PG_HAVE_AVX2 1
 #endif
-// The portable vector kernels (pairs_vec.c, the cell mappings, the ray and
+// The portable vector kernels (point_grid_pairs_vec.c, the cell mappings, the ray and
 // nearest filters) where the platform has a 128-bit unit: the only ones off
 // x86, the fallback from AVX2 on it.
 #include "../vec.h"
@@ -529,44 +529,44 @@ static inline int32_t qg_pg_band_edge(const pg_level *L, int32_t part, int32_t p
 
 /* ---- what the files of the kind share ----------------------------------- */
 
-/// world.c: level k's bound, cell size and world over the configured bounds.
+/// point_grid_world.c: level k's bound, cell size and world over the configured bounds.
 void qg_pg_level_init(pg_level *L, const qg_config *c, int32_t k);
-/// world.c: re-sorts level k (a counting sort by cell), re-fitting its world
+/// point_grid_world.c: re-sorts level k (a counting sort by cell), re-fitting its world
 /// first when its elements ask for it. Never allocates.
 void qg_pg_rebuild(point_grid *g, int32_t k);
-/// world.c: rewrites every listed element's point and size byte in place.
+/// point_grid_world.c: rewrites every listed element's point and size byte in place.
 void qg_pg_refresh(pg_level *L, const qg_rect *boxes);
-/// world.c: the same for the slots of rows [r0, r1) only, leaving `fresh`
+/// point_grid_world.c: the same for the slots of rows [r0, r1) only, leaving `fresh`
 /// alone: bands of rows run on different threads, and the caller marks the
 /// level fresh once all are done.
 void qg_pg_refresh_rows(pg_level *L, const qg_rect *boxes, int32_t r0, int32_t r1);
-/// world.c: reserves the cells re-fits asked for; false when that fails.
+/// point_grid_world.c: reserves the cells re-fits asked for; false when that fails.
 bool qg_pg_grow(point_grid *g, qg_txn *txn);
-/// world.c: room for the cells a bulk insert of `more` into level k may fit.
+/// point_grid_world.c: room for the cells a bulk insert of `more` into level k may fit.
 bool qg_pg_reserve_cells(point_grid *g, qg_txn *txn, int32_t k, int64_t more);
-/// world.c: true when the border cells hold a pile of clamped points.
+/// point_grid_world.c: true when the border cells hold a pile of clamped points.
 bool qg_pg_border_crowded(const pg_level *L);
-/// pairs.c: the kind's qg_pairs.
+/// point_grid_pairs.c: the kind's qg_pairs.
 void qg_pg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_stats *stats);
-/// qg_raycast and qg_nearest on the levels' own cells (queries.c).
+/// qg_raycast and qg_nearest on the levels' own cells (point_grid_rays_nearest.c).
 void qg_pg_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
                    void *user);
 int32_t qg_pg_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2, qg_handle *handles,
                       float *distances2);
-/// pairs.c: part `part` of `parts` of qg_pairs (qg_pairs_parallel).
+/// point_grid_pairs.c: part `part` of `parts` of qg_pairs (qg_pairs_parallel).
 void qg_pg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
                       qg_query_stats *stats);
 #if defined(PG_HAVE_AVX2)
-/// pairs_avx2.c: the pairs of one cell with its neighbours, sixteen slots
+/// point_grid_pairs_avx2.c: the pairs of one cell with its neighbours, sixteen slots
 /// per compare; false when the cell needs more chunks than fit.
 bool qg_pg_pairs_cell_wide(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t cy, qg_pair_fn *fn, void *user,
                            bool *stop);
-/// pairs_avx2.c: one row of a cross-level search, sixteen slots per compare.
+/// point_grid_pairs_avx2.c: one row of a cross-level search, sixteen slots per compare.
 bool qg_pg_cross_row_wide(const pg_level *L, pg_batch *bt, qg_handle b, int32_t cx0, int32_t cx1, int32_t cy,
                           pg_point bl, pg_point bh, qg_pair_fn *fn, void *user);
 #endif
 #if defined(QV_HAVE)
-/// pairs_vec.c: the same two kernels in portable vectors (SSE2, NEON,
+/// point_grid_pairs_vec.c: the same two kernels in portable vectors (SSE2, NEON,
 /// SIMD128), for a fresh snapshot when the AVX2 form is not chosen.
 bool qg_pg_pairs_cell_vec(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t cy, qg_pair_fn *fn, void *user,
                           bool *stop);

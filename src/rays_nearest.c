@@ -15,8 +15,8 @@
 // or every element); the k best so far live in the caller's handles array
 // as a max-heap keyed by (distance2, handle), distances recomputed from the
 // base's boxes, so the call never allocates.
-#include "engine/engine.h"
-#include "queries.h"
+#include "static_filters_events/engine.h"
+#include "ray_nearest_kernels.h"
 
 /// The generic forms' query: the kind's elements, then the static layer's.
 static void query_all(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats)

@@ -4,7 +4,7 @@
 //
 // - Learning (tune.c): as QG_GRID: the fine cell is GR_CELL_PER_ELEMENT
 //   learned median sides; the world the elements' box.
-// - The finest grid stores the elements exactly as QG_GRID does (rows.h:
+// - The finest grid stores the elements exactly as QG_GRID does (grid_rows.inc:
 //   4-byte cells, row-based free-listed node arrays, NULL empty rows, rows
 //   shrunk by qg_cleanup when they hold far more node slots than nodes, a
 //   box covering more than GR_BOX_CELLS cells kept once in the wide list).
@@ -18,7 +18,7 @@
 //   (one bit each), a level-2 word covers 8x8 level-1 words (one bit per
 //   non-zero word), and so on up to one word. "Only the finest grid stores the
 //   element"; the coarse levels record occupied cells of the finer ones.
-//   The fine grid is the torus of rows.h (boxes outside the bounds
+//   The fine grid is the torus of grid_rows.inc (boxes outside the bounds
 //   wrap), so a query's range splits into up to four pieces inside it. The
 //   bits change only when a fine cell turns empty or occupied, and stop
 //   propagating at the first word that does not change between zero and
@@ -28,24 +28,24 @@
 //   discards every empty child at once, and the set bits are walked with
 //   count-trailing-zeros. A large query over a sparse world looks at far fewer
 //   cells than QG_GRID.
-// - Several cores: as QG_GRID (rows.h: bands of rows for the pair
+// - Several cores: as QG_GRID (grid_rows.inc: bands of rows for the pair
 //   search, rows relinked by band in a batch move). The bitset's words above
 //   level 1 span bands, so a batch move brings the bits of the cells its
 //   changed moves touched up to date serially after the parallel relink.
 // - Ray casts and nearest searches walk the fine cells exactly as QG_GRID's
-//   do (rows.h, gr_raycast / gr_nearest: a row-by-row walk of the
+//   do (grid_rows.inc, gr_raycast / gr_nearest: a row-by-row walk of the
 //   unwrapped cells the segment crosses, each hit reported in the cell of
 //   its clamped hit point; rings of cells pruned at qg_near_bound; the
 //   wide list in full; one pass over the torus past its cell count), and
 //   qg_insert_many is QG_GRID's bulk build, its cells' bits set as they
 //   fill. A walk over a few dozen neighbouring cells gains nothing from
 //   the bitset: an empty fine cell is one 4-byte head.
-#include "update.h"
-#include "search.h"
-#include "batch.h"
-#include "check.h"
-#include "rays.h"
-#include "../kind.h"
+#include "grid_family/grid_update.inc"
+#include "grid_family/grid_search.inc"
+#include "grid_family/grid_batch.inc"
+#include "grid_family/grid_check.inc"
+#include "grid_family/grid_rays.inc"
+#include "kind.h"
 
 typedef struct multi_grid {
     qg_index base;

@@ -4,7 +4,7 @@
 // Every element is listed once: in one level, as one point (its box's min
 // corner) in one cell's slots or in its row's tail. So neither search needs
 // to tell a second sighting from a first: each element is offered at most
-// once by construction, and the exact test (queries.h) decides.
+// once by construction, and the exact test (ray_nearest_kernels.h) decides.
 //
 // Ray cast, per level, row by row in the direction of dy:
 // - A box of the level reaches at most `pad` past its min corner, so the
@@ -53,7 +53,7 @@
 //   The finest level goes first: its hits bound the coarser levels' rings.
 #include "point_grid.h"
 
-#include "../queries.h"
+#include "../ray_nearest_kernels.h"
 
 /// World coordinate of fixed-point coordinate q on an axis of origin o and
 /// scale s, moved out by a hair for the rounding of the mapping (`dir` -1:

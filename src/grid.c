@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // QG_GRID: the uniform grid with row-based element lists (docs/kinds.md,
 // "grid"). The structure and its operations live in
-// rows.h, shared with QG_MULTI_GRID:
+// grid_rows.inc, shared with QG_MULTI_GRID:
 //
-// - Learning (issue 32, tune.c): element_size = the median larger side of its
+// - Learning (tune.c): element_size = the median larger side of its
 //   elements (cells GR_CELL_PER_ELEMENT of it, as for a given one) and its
 //   world = their bounding box (the torus' size); a re-tune rebuilds when
 //   either moved 2x from what is in force.
@@ -13,7 +13,7 @@
 //   covering more (the whole torus, or far more cells than element_size
 //   promised) is kept once in the wide list, which queries and the pair
 //   search test in full.
-// - Any cell size is taken (issue 14's decision: a working index, never
+// - Any cell size is taken (a working index, never
 //   QG_ERR_INVALID for a finite positive size): one too small for the boxes
 //   (cell_size or element_size 1e-3 under boxes 20 wide, which would link
 //   each box into 2048 x 2048 cells) puts those boxes on the wide list, so
@@ -38,7 +38,7 @@
 // - Queries and pairs walk rows in order and report each element or pair in
 //   the one wrapped cell holding the top-left corner of the overlap: no
 //   visited set, even where ranges wrap.
-// - Several cores (rows.h, gr_pairs_part and gr_move_many): the pair
+// - Several cores (grid_rows.inc, gr_pairs_part and gr_move_many): the pair
 //   search splits into bands of rows balanced by element nodes; a pair is
 //   reported in one wrapped cell, which lies in one band, so each pair comes
 //   from exactly one part, torus wrap included (the wide list's pairs
@@ -47,8 +47,8 @@
 //   row they need serially (QG_ERR_NOMEM before any change), then each part
 //   stores its share of the boxes and relinks its own band of rows, unlinks
 //   before links. Cleanup only frees emptied rows: it stays serial.
-// - Ray casts and nearest searches (issue 13) walk the cells themselves
-//   (rows.h, gr_raycast / gr_nearest, shared with QG_MULTI_GRID). A
+// - Ray casts and nearest searches walk the cells themselves
+//   (grid_rows.inc, gr_raycast / gr_nearest, shared with QG_MULTI_GRID). A
 //   ray goes row by row in the direction of dy and along each row in the
 //   direction of dx over the unwrapped cells its segment crosses, widened
 //   by a hair for rounding (a cell lists every element overlapping it: no
@@ -71,12 +71,12 @@
 // - qg_insert_many writes each row's new nodes cell by cell, so a cell's
 //   list is contiguous after a bulk build (one-at-a-time inserts leave
 //   them in insertion order): a walk then reads a line or two per cell.
-#include "update.h"
-#include "search.h"
-#include "batch.h"
-#include "check.h"
-#include "rays.h"
-#include "../kind.h"
+#include "grid_family/grid_update.inc"
+#include "grid_family/grid_search.inc"
+#include "grid_family/grid_batch.inc"
+#include "grid_family/grid_check.inc"
+#include "grid_family/grid_rays.inc"
+#include "kind.h"
 
 typedef struct grid {
     qg_index base;

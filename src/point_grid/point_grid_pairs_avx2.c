@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // QG_POINT_GRID, the AVX2 pair kernels, chosen at run time (qg_create asks
 // the processor): the pairs of a cell with its neighbours and one row of a
-// cross-level search, sixteen slots per compare. pairs.c has the scalar
+// cross-level search, sixteen slots per compare. point_grid_pairs.c has the scalar
 // versions and calls these on a fresh snapshot.
 #include "point_grid.h"
 

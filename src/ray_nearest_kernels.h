@@ -217,7 +217,7 @@ static inline float qg_near_bound(const qg_near *c)
     return c->worst;
 }
 
-/// Implementation of qg_near_offer (out of line in queries.c).
+/// Implementation of qg_near_offer (out of line in rays_nearest.c).
 void qg_near_push(qg_near *c, qg_handle h, float d);
 
 /// Offers element h at distance2 d, which must be qg_point_box_d2_fast of

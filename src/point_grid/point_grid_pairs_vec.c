@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // QG_POINT_GRID, the portable pair kernels: the cell pairs and the cross-level
-// row search of pairs_avx2.c, written once with vector extensions (vec.h),
+// row search of point_grid_pairs_avx2.c, written once with vector extensions (vec.h),
 // so the same source runs SSE2 on any x86-64, NEON on aarch64 and SIMD128
 // on WebAssembly. A chunk is sixteen slots as in the AVX2 form (the same
 // PG_PAD slack, the same lane layout in memory), held as two eight-lane
-// halves; pairs.c calls these on a fresh snapshot when the AVX2 form is not
+// halves; point_grid_pairs.c calls these on a fresh snapshot when the AVX2 form is not
 // chosen.
 #include "point_grid.h"
 
@@ -29,7 +29,7 @@ typedef struct pg_vlanes {
 
 /// The lanes of chunk k that passed the compare with element j (slot
 /// s0 + j, lane j: the cell's slots lead range 0 unshifted), as in
-/// pairs_avx2.c's pg_wide_hits: reported at once when the size bytes prove
+/// point_grid_pairs_avx2.c's pg_wide_hits: reported at once when the size bytes prove
 /// the overlap, queued for the exact test otherwise. Out of line so the
 /// compare loop keeps its registers.
 #if defined(__GNUC__)
@@ -88,7 +88,7 @@ static inline uint64_t pg_vec_test(const pg_vlanes *L, int32_t j, qv_i16 x0, qv_
 }
 
 /// pg_pairs_cell on a fresh snapshot, sixteen slots per compare: the
-/// method of pairs_avx2.c's qg_pg_pairs_cell_wide (ranges merged where the
+/// method of point_grid_pairs_avx2.c's qg_pg_pairs_cell_wide (ranges merged where the
 /// snapshot is contiguous, lanes moved to this cell's origin once per cell,
 /// then chunk by chunk each element of the cell against the chunk's
 /// lanes). False when the cell needs more chunks than fit.
@@ -146,7 +146,7 @@ bool qg_pg_pairs_cell_vec(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t 
             nc0 = nc;
     }
     // Chunk by chunk, each element of the cell against its lanes (see
-    // pairs_avx2.c): range 0 pairs an element only with the slots after it.
+    // point_grid_pairs_avx2.c): range 0 pairs an element only with the slots after it.
     for (int32_t k = 0; k < nc; ++k) {
         const int16_t *px = L.px + 32 * k, *py = L.py + 32 * k;
         const qv_i16 x0 = qv_load_i16(px), x1 = qv_load_i16(px + 8), x2 = qv_load_i16(px + 16),
@@ -182,7 +182,7 @@ bool qg_pg_pairs_cell_vec(const pg_level *Lv, pg_batch *bt, int32_t cx, int32_t 
 }
 
 /// Cells cx0..cx1 of row cy for pg_cross on a fresh snapshot, sixteen slots
-/// per compare: pairs_avx2.c's qg_pg_cross_row_wide in two halves. False
+/// per compare: point_grid_pairs_avx2.c's qg_pg_cross_row_wide in two halves. False
 /// when the callback asked to stop.
 bool qg_pg_cross_row_vec(const pg_level *L, pg_batch *bt, qg_handle b, int32_t cx0, int32_t cx1, int32_t cy,
                          pg_point bl, pg_point bh, qg_pair_fn *fn, void *user)

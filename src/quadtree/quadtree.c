@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // QG_QUADTREE: the tight quadtree (docs/kinds.md).
-// - Learning (issue 32, tune.c): from qg_default_config it learns
+// - Learning (tune.c): from qg_default_config it learns
 //   element_size (the median of the elements' larger sides), which sets
 //   max_depth as a given one would (smallest cell a little over it), and its
 //   world (their bounding box; the re-fits below keep following it). A re-tune
@@ -25,9 +25,9 @@
 //   (empty ones included), one level per call (deferred cleanup). Merging
 //   the under-full branches, not only the empty ones, is what keeps an aged
 //   tree the size of a fresh one: agents that crowd in split leaves, agents
-//   that spread out leave them split (issue 17: 40% more nodes after 300
+//   that spread out leave them split (40% more nodes after 300
 //   frames of `agents`, all walked by every qg_pairs).
-// - Staying fresh (issue 17). With one element node per handle in a linked
+// - Staying fresh. With one element node per handle in a linked
 //   list, what aged was the order of the nodes: freed and reused in any
 //   order, they scattered a leaf's list over the pool, so pairs and moves
 //   walked a chain of dependent cache misses per leaf; keeping them in
@@ -71,7 +71,7 @@
 //   may allocate. With element_size given, max_depth follows the new world.
 //   A world is square in world units (cells as wide as tall): its mapping to
 //   integers is computed in double, so any finite bounds work.
-// - Ray casts and nearest searches (issue 13) walk the tree themselves,
+// - Ray casts and nearest searches walk the tree themselves,
 //   depth first with an explicit stack, children near first (by the
 //   segment's entry parameter, by distance2), skipping a node whose region
 //   the segment misses or enters past the current max_t, or whose distance2
@@ -91,7 +91,7 @@
 // - qg_insert_many inserts in the Morton order of the boxes' min corners
 //   (one radix sort), so consecutive descents share their nodes in cache:
 //   a bulk build of 1,000,000 boxes takes about three quarters of the time.
-// - qg_move_many on several workers (issue 12): the workers classify the
+// - qg_move_many on several workers: the workers classify the
 //   moves, store the boxes of those that keep their leaves, and run the
 //   others (7% of an `agents` frame at 1,000,000) by subtree: a move's
 //   bucket is the deepest node of depth 4, 3 or 2 whose cell holds its old
@@ -109,8 +109,8 @@
 //   thread the same moves run in batch order, undone in reverse on
 //   QG_ERR_NOMEM. Left serial: those splits and qg_cleanup's merge walk; 2
 //   threads gave 1.8-1.9x at 1,000,000 (README).
-#include "tree_common.h"
-#include "kind.h"
+#include "../tree_common.h"
+#include "../kind.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -124,7 +124,7 @@
 /// levels miss the cache, then a block read per leaf left or entered).
 /// Measured against 8 (the linked-list tree's value): agents 1,000,000
 /// 99 -> 61 ms, 100,000 6.4 -> 5.0 ms; static, rays, knn and level as fast or
-/// faster at both sizes (issue 17).
+/// faster at both sizes.
 #define QT_DEFAULT_LEAF_CAPACITY (3 * QT_SLOTS)
 /// A leaf's elements are gathered into arrays of this size on the C stack
 /// for the pair loop; larger leaves (only possible at max depth) are walked

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 // QG_POINT_GRID, the pair search: within a level, each listed element
 // against the later slots of its cell, the next cell and the three cells
-// below (one element at a time here; sixteen at a time in pairs_avx2.c),
+// below (one element at a time here; sixteen at a time in point_grid_pairs_avx2.c),
 // then the tail; across levels, each element of a coarser level searching
 // the finer ones with its box, the finest level's searches scheduled into
 // its walk. The overview of the kind is in point_grid.h.
 #include "point_grid.h"
 
 // The vector kernels: AVX2 when qg_create chose it (g->wide), otherwise the
-// portable form (pairs_vec.c) where the platform has one.
+// portable form (point_grid_pairs_vec.c) where the platform has one.
 // PG_VEC_ON: a kernel runs (on a fresh snapshot).
 #if defined(PG_HAVE_AVX2) && defined(QV_HAVE)
 #define PG_VEC_ON(wide) true
