@@ -11,10 +11,6 @@ qg_filter qg_default_filter(void)
     return default_filter;
 }
 
-static bool filter_is_default(qg_filter f)
-{
-    return f.category == default_filter.category && f.mask == default_filter.mask;
-}
 
 static bool filters_pass(qg_filter a, qg_filter b)
 {
@@ -243,12 +239,6 @@ void qg_engine_drop_cache(qg_index *index)
     release_cache(index->engine, &index->alloc);
 }
 
-static int32_t layer_pos(const qg_index *index, qg_handle h)
-{
-    int32_t pos;
-    memcpy(&pos, &index->boxes[h].min_y, sizeof pos);
-    return pos;
-}
 
 /* ---- life --------------------------------------------------------------- */
 
@@ -283,10 +273,10 @@ static qg_status engine_move_one(qg_index *index, qg_handle h, qg_rect box)
     return s;
 }
 
-/// The engine, made on first use: every live element (all in the kind,
+/// (engine.h) The engine, made on first use: every live element (all in the kind,
 /// all dynamic) goes on the dynamic list. NULL on a failed allocation, with
 /// nothing changed.
-static qg_engine *engine_get(qg_index *index)
+qg_engine *qg_engine_get(qg_index *index)
 {
     if (index->engine != NULL)
         return index->engine;
@@ -317,7 +307,7 @@ static qg_engine *engine_get(qg_index *index)
 }
 
 /// Undoes engine_get when the call that made the engine fails after it.
-static void engine_drop_if_new(qg_index *index, bool created)
+void qg_engine_drop_if_new(qg_index *index, bool created)
 {
     if (created)
         qg_engine_destroy(index);
@@ -335,7 +325,7 @@ void qg_engine_remove(qg_index *index, qg_handle h)
     qg_engine *e = index->engine;
     const uint8_t f = e->flags[h];
     if (f & QG_F_LAYER) {
-        qg_static_kill(&e->layer, layer_pos(index, h));
+        qg_static_kill(&e->layer, qg_engine_layer_pos(index, h));
     } else if (f & QG_F_FAT) {
         qg_fat_leave(e, e->dyn_pos[h]);
         dyn_take(e, h);
@@ -347,7 +337,7 @@ void qg_engine_remove(qg_index *index, qg_handle h)
         else
             dyn_take(e, h);
     }
-    if (e->filters != NULL && !filter_is_default(e->filters[h])) {
+    if (e->filters != NULL && !qg_filter_is_default(e->filters[h])) {
         e->filters[h] = default_filter;
         e->nondefault--;
     }
@@ -376,7 +366,7 @@ static qg_status kind_take(qg_index *index, qg_handle h, qg_rect box)
 static qg_status layer_to_kind(qg_index *index, qg_handle h, qg_rect box)
 {
     qg_engine *e = index->engine;
-    const int32_t pos = layer_pos(index, h);
+    const int32_t pos = qg_engine_layer_pos(index, h);
     const qg_status s = kind_take(index, h, box);
     if (s != QG_OK)
         return s;
@@ -492,7 +482,7 @@ qg_status qg_set_static(qg_index *index, qg_handle handle, bool is_static)
     const bool created = index->engine == NULL;
     if (created && !is_static)
         return QG_OK;
-    qg_engine *e = engine_get(index);
+    qg_engine *e = qg_engine_get(index);
     if (e == NULL)
         return QG_ERR_NOMEM;
     const uint8_t f = e->flags[handle];
@@ -503,7 +493,7 @@ qg_status qg_set_static(qg_index *index, qg_handle handle, bool is_static)
     if (is_static) {
         if (!reserve_rebuild(index, &txn, (int64_t)e->layer.live + e->pending + 1, (int64_t)e->pending + 1)) {
             qg_txn_rollback(&txn);
-            engine_drop_if_new(index, created);
+            qg_engine_drop_if_new(index, created);
             return QG_ERR_NOMEM;
         }
         if (f & QG_F_FAT) {
@@ -548,11 +538,11 @@ qg_status qg_set_filter(qg_index *index, qg_handle handle, qg_filter filter)
         return QG_ERR_INVALID;
     if (!qg_handle_live(index, handle))
         return QG_ERR_HANDLE;
-    const bool is_default = filter_is_default(filter);
+    const bool is_default = qg_filter_is_default(filter);
     if ((index->engine == NULL || index->engine->filters == NULL) && is_default)
         return QG_OK;
     const bool created = index->engine == NULL;
-    qg_engine *e = engine_get(index);
+    qg_engine *e = qg_engine_get(index);
     if (e == NULL)
         return QG_ERR_NOMEM;
     if (e->filters == NULL) {
@@ -560,11 +550,11 @@ qg_status qg_set_filter(qg_index *index, qg_handle handle, qg_filter filter)
         qg_txn_begin(&txn, &index->alloc);
         if (!reserve_filters(e, &txn, e->flags_cap)) {
             qg_txn_rollback(&txn);
-            engine_drop_if_new(index, created);
+            qg_engine_drop_if_new(index, created);
             return QG_ERR_NOMEM;
         }
     }
-    e->nondefault += (int32_t)!is_default - (int32_t)!filter_is_default(e->filters[handle]);
+    e->nondefault += (int32_t)!is_default - (int32_t)!qg_filter_is_default(e->filters[handle]);
     e->filters[handle] = filter;
     return QG_OK;
 }
@@ -584,7 +574,7 @@ qg_status qg_get_filter(const qg_index *index, qg_handle handle, qg_filter *filt
 
 /// LSD radix sort of keys[0..n) by bits [lo_bit, 64), 8 bits a pass, a
 /// pass skipped when every key has the same digit. Sorted keys end in keys.
-static void radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit)
+void qg_engine_radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit)
 {
     uint64_t *from = keys, *to = scratch;
     for (int shift = lo_bit; shift < 64; shift += 8) {
@@ -639,7 +629,7 @@ static void refill_part(int32_t begin, int32_t end, int32_t worker, void *contex
             }
         }
         if (m > 1)
-            radix_sort(keys, scratch, m, 32);
+            qg_engine_radix_sort(keys, scratch, m, 32);
         qg_cache_refill(&e->layer, e->cache, e->fat, keys, m, e->dbox, e->frame);
         for (int32_t i = 0; i < m; ++i) {
             const int32_t q = (int32_t)(uint32_t)keys[i];
@@ -1033,213 +1023,6 @@ bool qg_engine_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void 
     if (e->fl.count > 0 && !qg_fat_query(e, area, fn, user, stats))
         return false;
     return e->layer.live == 0 || qg_static_query(&e->layer, area, fn, user, stats);
-}
-
-/* ---- events ------------------------------------------------------------- */
-
-typedef struct collect_ctx {
-    qg_alloc *alloc;
-    uint64_t *keys;
-    int32_t n, cap;
-    bool failed;
-} collect_ctx;
-
-static bool collect_pair(qg_handle a, qg_handle b, void *user)
-{
-    collect_ctx *c = user;
-    if (c->n == c->cap) {
-        const int64_t cap = c->cap < 512 ? 1024 : 2 * (int64_t)c->cap;
-        uint64_t *k = cap <= INT32_MAX ? qg_mem_resize(c->alloc, c->keys, (size_t)c->cap * sizeof(uint64_t),
-                                                       (size_t)cap * sizeof(uint64_t))
-                                       : NULL;
-        if (k == NULL) {
-            c->failed = true;
-            return false;
-        }
-        c->keys = k;
-        c->cap = (int32_t)cap;
-    }
-    c->keys[c->n++] = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    return true;
-}
-
-static bool event_dead(const qg_engine *e, uint64_t key)
-{
-    return e->cleared || ((e->flags[key >> 32] | e->flags[(uint32_t)key]) & QG_F_REBORN);
-}
-
-qg_status qg_pair_events(qg_index *index, qg_pair_fn *began, qg_pair_fn *ended, void *user)
-{
-    if (index == NULL)
-        return QG_ERR_INVALID;
-    const bool created = index->engine == NULL;
-    qg_engine *e = engine_get(index);
-    if (e == NULL)
-        return QG_ERR_NOMEM;
-    collect_ctx c = {&index->alloc, NULL, 0, 0, false};
-    qg_query_stats stats = {0, 0};
-    if (qg_live_count(index) > 1) {
-        // Room for about the last call's pairs up front: frame to frame the
-        // set changes little, so the collection rarely grows.
-        const int64_t cap = (int64_t)e->prev_count + e->prev_count / 8 + 1024;
-        c.keys = cap <= INT32_MAX ? qg_mem_alloc(&index->alloc, (size_t)cap * sizeof(uint64_t)) : NULL;
-        c.cap = c.keys != NULL ? (int32_t)cap : 0;
-        c.failed = c.keys == NULL;
-        if (!c.failed)
-            qg_engine_pairs_part(index, 0, 1, collect_pair, &c, &stats);
-    }
-    uint64_t *scratch = NULL;
-    if (!c.failed && c.n > 1) {
-        scratch = qg_mem_alloc(&index->alloc, (size_t)c.n * sizeof(uint64_t));
-        c.failed = scratch == NULL;
-    }
-    if (c.failed) {
-        qg_mem_free(&index->alloc, c.keys, (size_t)c.cap * sizeof(uint64_t));
-        engine_drop_if_new(index, created);
-        return QG_ERR_NOMEM;
-    }
-    if (c.n > 1) {
-        radix_sort(c.keys, scratch, c.n, 0);
-        qg_mem_free(&index->alloc, scratch, (size_t)c.n * sizeof(uint64_t));
-    }
-    // Both lists sorted: one merge walk. A pair in both lists whose element
-    // was removed since (its handle reused) ended and began again.
-    int32_t i = 0, j = 0;
-    while (i < e->prev_count || j < c.n) {
-        const uint64_t p = i < e->prev_count ? e->prev[i] : UINT64_MAX;
-        const uint64_t q = j < c.n ? c.keys[j] : UINT64_MAX;
-        if (p < q || (p == q && event_dead(e, p))) {
-            if (ended != NULL)
-                ended((qg_handle)(p >> 32), (qg_handle)(uint32_t)p, user);
-            i++;
-        } else if (q < p) {
-            if (began != NULL)
-                began((qg_handle)(q >> 32), (qg_handle)(uint32_t)q, user);
-            j++;
-        } else {
-            i++;
-            j++;
-        }
-    }
-    qg_mem_free(&index->alloc, e->prev, (size_t)e->prev_cap * sizeof(uint64_t));
-    e->prev = c.keys;
-    e->prev_cap = c.cap;
-    e->prev_count = c.n;
-    for (int32_t h = 0; e->reborn > 0 && h < e->flags_cap; ++h)
-        e->flags[h] &= (uint8_t)~QG_F_REBORN;
-    e->reborn = 0;
-    e->cleared = false;
-    e->events = true;
-    return QG_OK;
-}
-
-/* ---- inspection --------------------------------------------------------- */
-
-qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
-{
-    const qg_engine *e = index->engine;
-    *bytes += sizeof *e + (size_t)e->flags_cap + (size_t)e->dyn_pos_cap * sizeof(int32_t) +
-              (size_t)e->filters_cap * sizeof(qg_filter) + (size_t)e->dyn_cap * sizeof(qg_handle) +
-              (size_t)e->cache_cap * sizeof(qg_static_cache) + (size_t)e->fat_cap * sizeof(qg_rect) +
-              (size_t)e->inner_cap * sizeof(qg_rect) +
-              (size_t)e->dbox_cap * sizeof(qg_rect) + (size_t)e->fl.entry_cap * sizeof(qg_fat_entry) +
-              (size_t)e->fl.busy_cap +
-              (size_t)e->fl.heads_cap * sizeof(int32_t) +
-              (size_t)e->stale_cap * sizeof(uint64_t) + (size_t)e->full_cap * sizeof(uint64_t) +
-              (size_t)e->order_cap * sizeof(uint64_t) +
-              (size_t)e->pend_cap * sizeof(qg_handle) +
-              (size_t)e->prev_cap * sizeof(uint64_t);
-    if (!qg_static_validate(&e->layer, bytes))
-        return QG_ERR_INVALID;
-    if (e->flags_cap < index->box_high || e->dyn_pos_cap < index->box_high ||
-        (e->filters != NULL && e->filters_cap < index->box_high) || e->dyn_count > e->dyn_cap ||
-        (e->cache != NULL && (e->cache_cap < e->dyn_count || e->fat_cap < e->dyn_count ||
-                              e->inner_cap < e->dyn_count ||
-                              e->dbox_cap < e->dyn_count || e->fl.entry_cap < e->dyn_count ||
-                              e->fl.busy_cap < e->dyn_count + 16 ||
-                              e->fl.heads_cap < (int64_t)QG_FAT_BUCKETS * e->dyn_count ||
-                              (int64_t)e->stale_cap * 64 < e->dyn_count ||
-                              (int64_t)e->full_cap * 64 < e->dyn_count ||
-                              e->order_cap < 128 * (((int64_t)e->dyn_count + 63) / 64))))
-        return QG_ERR_INVALID;
-    for (int32_t i = 0; e->cache != NULL && i < e->dyn_count; ++i) {
-        const qg_static_cache *c = &e->cache[i];
-        if (c->handle != e->dyn[i] || !qg_cache_valid(&e->layer, c, e->fat[i], e->flags))
-            return QG_ERR_INVALID;
-        // A layer element's move tests its inner box alone.
-        if (e->fl.entry[i].in) {
-            const qg_rect want = qg_engine_inner_of(e, i);
-            if (memcmp(&want, &e->inner[i], sizeof want) != 0)
-                return QG_ERR_INVALID;
-        }
-        // The join tests the bits, not the entry: full is the entry's count,
-        // and once every entry was filled for the layer's generation, one
-        // filled for another (a blank one) is stale.
-        // The join trusts a filled entry that is not stale to be inside its
-        // fat box.
-        const bool stale = e->stale[i >> 6] >> (i & 63) & 1;
-        if ((bool)(e->full[i >> 6] >> (i & 63) & 1) != (c->count > QG_CACHE_ITEMS) ||
-            (e->cache_gen == e->layer.gen && c->gen != e->layer.gen && !stale) ||
-            (c->gen == e->layer.gen && !stale && qg_cache_left(e->fat[i], e->dbox[i])))
-            return QG_ERR_INVALID;
-        // An element in the kind: its box here is the kind's.
-        if (!(e->flags[e->dyn[i]] & QG_F_FAT) && memcmp(&e->dbox[i], &index->boxes[e->dyn[i]], sizeof(qg_rect)) != 0)
-            return QG_ERR_INVALID;
-    }
-    if (e->cache == NULL ? e->fl.count != 0 : !qg_fat_validate(e))
-        return QG_ERR_INVALID;
-    if (e->pending > 0 && (e->pend_cap < e->pending || e->layer.next_items_cap < e->layer.live + e->pending))
-        return QG_ERR_INVALID;
-    int32_t pending = 0, layer = 0, dyn = 0, nondefault = 0;
-    for (qg_handle h = 0; h < index->box_high; ++h) {
-        const uint8_t f = e->flags[h];
-        const bool in_kind = qg_slot_live(index, h);
-        if (f & QG_F_FAT) {
-            const int32_t p = e->dyn_pos[h];
-            if (in_kind || (f & (QG_F_STATIC | QG_F_LAYER | QG_F_MOVED)) || p < 0 || p >= e->dyn_count ||
-                e->dyn[p] != h)
-                return QG_ERR_INVALID;
-            dyn++;
-        } else if (in_kind) {
-            if (f & QG_F_LAYER)
-                return QG_ERR_INVALID;
-            if (f & QG_F_STATIC) {
-                pending++;
-            } else {
-                const int32_t p = e->dyn_pos[h];
-                if (p < 0 || p >= e->dyn_count || e->dyn[p] != h)
-                    return QG_ERR_INVALID;
-                dyn++;
-            }
-        } else if (f & QG_F_LAYER) {
-            const int32_t p = layer_pos(index, h);
-            if (!(f & QG_F_STATIC) || p < 0 || p >= e->layer.item_count || e->layer.items[p].handle != h ||
-                isnan(e->layer.items[p].box.min_x))
-                return QG_ERR_INVALID;
-            layer++;
-        } else if (f & (QG_F_STATIC | QG_F_MOVED)) {
-            return QG_ERR_INVALID;
-        }
-        if (e->filters != NULL && !filter_is_default(e->filters[h])) {
-            if (!in_kind && !(f & (QG_F_LAYER | QG_F_FAT)))
-                return QG_ERR_INVALID; // a free slot keeps no filter
-            nondefault++;
-        }
-    }
-    if (pending != e->pending || layer != e->layer.live || dyn != e->dyn_count || nondefault != e->nondefault)
-        return QG_ERR_INVALID;
-    for (int32_t i = 1; i < e->prev_count; ++i)
-        if (e->prev[i - 1] >= e->prev[i])
-            return QG_ERR_INVALID;
-    return QG_OK;
-}
-
-void qg_engine_stats(const qg_index *index, qg_stats *stats)
-{
-    const qg_engine *e = index->engine;
-    stats->elements += e->layer.live + e->fl.count;
-    stats->nodes += e->layer.levels;
-    stats->leaves += e->layer.levels;
 }
 
 void qg_engine_visit(const qg_index *index, qg_visit_fn *fn, void *user)

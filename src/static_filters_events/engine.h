@@ -276,4 +276,30 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes);
 void qg_engine_stats(const qg_index *index, qg_stats *stats);
 void qg_engine_visit(const qg_index *index, qg_visit_fn *fn, void *user);
 
+/* Shared by the engine's files (engine.c, events.c, inspect.c). */
+
+/// The default filter: category 1, every mask bit.
+static inline bool qg_filter_is_default(qg_filter f)
+{
+    return f.category == 1u && f.mask == 0xFFFFFFFFu;
+}
+
+/// A static layer element's position in the layer (kept in its slot's min_y).
+static inline int32_t qg_engine_layer_pos(const qg_index *index, qg_handle h)
+{
+    int32_t pos;
+    memcpy(&pos, &index->boxes[h].min_y, sizeof pos);
+    return pos;
+}
+
+/// The engine, made on first use (and the kind's table swapped for its
+/// own); NULL on a failed allocation, with nothing changed.
+qg_engine *qg_engine_get(qg_index *index);
+/// Undoes qg_engine_get when the call that made the engine (`created`)
+/// fails after it.
+void qg_engine_drop_if_new(qg_index *index, bool created);
+/// LSD radix sort of keys[0..n) by bits [lo_bit, 64), 8 bits a pass;
+/// sorted keys end in keys (scratch: n more).
+void qg_engine_radix_sort(uint64_t *keys, uint64_t *scratch, int32_t n, int lo_bit);
+
 #endif
