@@ -345,4 +345,8 @@ void qg_lg_pairs(const qg_index *index, qg_pair_fn *fn, void *user, qg_query_sta
 void qg_lg_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg_pair_fn *fn, void *user,
                       qg_query_stats *stats);
 
+/// loose_grid_check.c: the kind's validate (its invariants, its bytes added
+/// to *bytes).
+qg_status qg_lg_validate(const qg_index *index, size_t *bytes);
+
 #endif
