@@ -28,4 +28,16 @@ kinds=$(val kind_count)
 words="zero one two three four five six seven eight nine ten eleven twelve"
 word=$(printf '%s\n' $words | sed -n "$((kinds + 1))p")
 need README.md "One interface, $word kinds" "QG_KIND_COUNT"
+# The README's table of CMake options holds every option() of the build, with
+# its default, and every QG_* cache setting.
+for f in $(find "$src" -name CMakeLists.txt -not -path '*/build*' -not -path '*/node_modules/*'); do
+    sed -n 's/^ *option(\([A-Z_0-9]*\) "[^"]*" \([A-Z]*\)).*/\1 \2/p' "$f"
+done | sort -u > "${TMPDIR:-/tmp}/qg-options.$$"
+while read -r name default; do
+    need README.md "| \`$name\` | \`$default\` |" "CMake option $name"
+done < "${TMPDIR:-/tmp}/qg-options.$$"
+rm -f "${TMPDIR:-/tmp}/qg-options.$$"
+for name in $(grep -rhoE 'set\((QG_[A-Z_0-9]+) [^)]* CACHE (STRING|PATH)' "$src/CMakeLists.txt" "$src/tests/CMakeLists.txt" "$src/apps" | sed 's/set(\([A-Z_0-9]*\).*/\1/' | sort -u); do
+    need README.md "| \`$name\` |" "CMake setting $name"
+done
 exit $fail
