@@ -10,8 +10,8 @@
   scripts/bench.py report [--check]
       regenerates the tables between the markers in docs/benchmarks.md from
       every bench/results/<machine>/, the plots bench/results/<machine>/*.png
-      when gnuplot is there, and the marked figures of README.md and
-      docs/kinds.md (REGIONS below). --check writes nothing and fails when a
+      when gnuplot is there, and the marked figures of README.md,
+      docs/kinds.md and docs/scenes.md (REGIONS below). --check writes nothing and fails when a
       page differs from what the results give.
 
 Only the standard library: a fresh Debian machine has python3 and nothing else.
@@ -223,7 +223,7 @@ def plot(folder, name, rows):
 # <!-- bench:NAME (scripts/bench.py report) --> and <!-- bench:end --> in a
 # page below is written from bench/results/<REGION_MACHINE>/ by REGIONS[NAME];
 # `report --check` (the ctest bench_report) fails when a page differs.
-REGION_PAGES = ["README.md", "docs/kinds.md"]
+REGION_PAGES = ["README.md", "docs/kinds.md", "docs/scenes.md"]
 REGION_MACHINE = "amd-epyc-2c"
 REGION_RE = re.compile(r"(<!-- bench:([a-z_-]+) \(scripts/bench\.py report\) -->\n)(.*?)(<!-- bench:end -->)", re.S)
 
@@ -283,7 +283,14 @@ def region_scenes_worst(folder):
     return text + ").\n"
 
 
-REGIONS = {"readme-summary": region_readme_summary, "scenes-worst": region_scenes_worst}
+def region_scenes_table(folder):
+    rows = read(folder, "scenes")
+    head = f"N = {int(rows[0]['n']):,}, {rows[0]['frames']} frames.\n\n" if rows else ""
+    return head + scenes_table(rows) + "\n"
+
+
+REGIONS = {"readme-summary": region_readme_summary, "scenes-worst": region_scenes_worst,
+           "scenes-table": region_scenes_table}
 
 
 def write_regions(check):
