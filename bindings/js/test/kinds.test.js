@@ -40,3 +40,13 @@ test("version: package.json says the header's QG_VERSION_*", () => {
   const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   assert.equal(pkg.version, v);
 });
+
+test("kinds: no hand copy of the list in the package's sources", () => {
+  // The list lives in QG_KIND_LIST only: index.js and index.d.ts may name the
+  // default kind, and no other (a copy is what went stale before).
+  for (const file of ["../index.js", "../index.d.ts"]) {
+    const text = readFileSync(new URL(file, import.meta.url), "utf8");
+    const named = headerKinds().filter((k) => k !== "point_grid" && new RegExp(`["'\`]${k}["'\`]`).test(text));
+    assert.deepEqual(named, [], `${file} names kinds itself`);
+  }
+});

@@ -257,3 +257,22 @@ def test_version_is_the_headers():
     assert quadgrid.version == v
     from importlib.metadata import version
     assert version("quadgrid-broadphase") == v
+
+
+def test_no_hand_copy_of_the_kind_list():
+    """The package's sources (the cffi cdef included) name no kind but the
+    default: the list lives in QG_KIND_LIST only."""
+    import os
+    import re
+    pkg = os.path.dirname(quadgrid.__file__)
+    src = os.path.join(os.path.dirname(__file__), "..", "quadgrid")
+    names = [k for k in header_kinds() if k != "point_grid"]
+    for d in {pkg, src}:
+        for f in ("__init__.py", "__init__.pyi", "_build.py"):
+            p = os.path.join(d, f)
+            if not os.path.exists(p):
+                continue
+            with open(p) as fh:
+                text = fh.read()
+            hits = [k for k in names if re.search(r"[\"']%s[\"']|QG_%s\b" % (k, k.upper()), text)]
+            assert hits == [], "%s names kinds itself: %s" % (p, hits)
