@@ -4,6 +4,8 @@
 own tables: the hand-tuning bounds from docs/tuning.md, the Python-to-C
 ratio from docs/python.md; and every "within ...x (worst: ..., N x)"
 sentence of docs/tuning.md is its table's worst ratio.
+Also the Python speedups (python.md), the JavaScript speedup and the
+WebAssembly range (js.md) and the SSE2 bound (platforms.md) the README quotes.
 Usage: figures_test.py SOURCE_DIR"""
 import os
 import re
@@ -92,6 +94,51 @@ else:
                     % (m.group(1) if m else "missing", worst))
     else:
         print("README.md Python: within %sx, docs/python.md's worst %.2f" % (m.group(1), worst))
+
+# The Python speedups: the README's "Ax and Bx faster" are python.md's
+# "quadgrid vs the fastest alternative" row at 100,000 and 1,000,000.
+m = re.search(r"a frame is ([0-9]+)x and ([0-9]+)x faster than the fastest of SciPy", readme)
+row = re.search(r"^\| \*\*quadgrid vs the fastest alternative\*\* \| [^|]* \| \*\*([0-9]+)x\*\*[^|]*\| \*\*([0-9]+)x\*\*", python, re.M)
+if not m or not row or m.groups() != row.groups():
+    fail.append("README.md's Python speedups %s are not docs/python.md's %s"
+                % (m.groups() if m else None, row.groups() if row else None))
+else:
+    print("README.md Python speedups %sx, %sx: docs/python.md's" % m.groups())
+
+# WebAssembly against native: the README's range is js.md's SIMD128 / native column.
+js = page("docs/js.md")
+wasm = [t for t in tables(js) if "SIMD128 / native" in t[0]]
+m = re.search(r"WebAssembly within ([0-9.]+)-([0-9.]+)x of native", readme)
+if not wasm or not m:
+    fail.append("README.md's WebAssembly range or docs/js.md's SIMD128 / native table is missing")
+else:
+    head, rows, _ = wasm[0]
+    i = head.index("SIMD128 / native")
+    vals = [float(r[i].strip("*")) for r in rows]
+    if (float(m.group(1)), float(m.group(2))) != (min(vals), max(vals)):
+        fail.append("README.md says WebAssembly %s-%sx of native, docs/js.md's table %.2f-%.2f"
+                    % (m.group(1), m.group(2), min(vals), max(vals)))
+    else:
+        print("README.md WebAssembly %s-%sx: docs/js.md's table" % m.groups())
+
+# The JavaScript speedup at 100,000: js.md's own sentence, and its table.
+m = re.search(r"At 100,000 agents it is ([0-9]+)x the fastest of", readme)
+t = re.search(r"([0-9]+)x at 100,000 \(([a-z_]+) ([0-9.]+) ms,\s+([a-z-]+) ([0-9.,]+) ms\)", js)
+if not m or not t or m.group(1) != t.group(1):
+    fail.append("README.md's JavaScript speedup %s is not docs/js.md's %s" % (m and m.group(1), t and t.group(1)))
+elif round(float(t.group(5).replace(",", "")) / float(t.group(3))) != int(t.group(1)):
+    fail.append("docs/js.md's %sx at 100,000 is not %s / %s" % (t.group(1), t.group(5), t.group(3)))
+else:
+    print("README.md JavaScript %sx: docs/js.md's" % m.group(1))
+
+# SSE2 against AVX2: the README's bound is platforms.md's.
+platforms = page("docs/platforms.md")
+m = re.search(r"without AVX2 every kind\s+is within ([0-9.]+)x of its AVX2 frame", readme)
+p = re.search(r"SSE2 only against AVX2\*\* \(the bar: within [0-9.]+x\): within ([0-9.]+)x", platforms)
+if not m or not p or m.group(1) != p.group(1):
+    fail.append("README.md's SSE2 bound %s is not docs/platforms.md's %s" % (m and m.group(1), p and p.group(1)))
+else:
+    print("README.md SSE2 within %sx: docs/platforms.md's" % m.group(1))
 
 for f in fail:
     print("FAIL:", f, file=sys.stderr)
