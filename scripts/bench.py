@@ -7,10 +7,12 @@
       bench/results/<machine>/<workload>.csv, and machine.txt (CPU, cores,
       compiler, date). NAME defaults to the CPU model and core count
       (e.g. amd-epyc-2c).
-  scripts/bench.py report
+  scripts/bench.py report [--check]
       regenerates the tables between the markers in docs/benchmarks.md from
-      every bench/results/<machine>/, and the plots bench/results/<machine>/*.png
-      when gnuplot is there.
+      every bench/results/<machine>/, the plots bench/results/<machine>/*.png
+      when gnuplot is there, and the marked figures of README.md,
+      docs/kinds.md and docs/scenes.md (REGIONS below). --check writes nothing and fails when a
+      page differs from what the results give.
 
 Only the standard library: a fresh Debian machine has python3 and nothing else.
 """
@@ -217,7 +219,122 @@ def plot(folder, name, rows):
     return png if os.path.exists(png) else None
 
 
-def report(_opts):
+# Figures outside benchmarks.md: each region between
+# <!-- bench:NAME (scripts/bench.py report) --> and <!-- bench:end --> in a
+# page below is written from bench/results/<REGION_MACHINE>/ by REGIONS[NAME];
+# `report --check` (the ctest bench_report) fails when a page differs.
+REGION_PAGES = ["README.md", "docs/kinds.md", "docs/scenes.md"]
+REGION_MACHINE = "amd-epyc-2c"
+REGION_RE = re.compile(r"(<!-- bench:([a-z_-]+) \(scripts/bench\.py report\) -->\n)(.*?)(<!-- bench:end -->)", re.S)
+
+PEER_NAMES = {
+    "chipmunk_bbtree": "Chipmunk2D 7 cpBBTree",
+    "chipmunk_spacehash": "Chipmunk2D 7 cpSpaceHash",
+    "box2d_dynamic_tree": "Box2D 2.4 b2DynamicTree (`level`: b2BroadPhase)",
+    "box2d_broadphase": "Box2D 2.4 b2DynamicTree (`level`: b2BroadPhase)",
+    "boost_rtree": "Boost.Geometry R-tree",
+    "sweep": "sort-and-sweep",
+}
+
+
+def ms(x):
+    """A frame time as the README prints it: three figures, thousands with commas."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.2f}" if x >= 1 else f"{x:.3f}"
+
+
+def region_readme_summary(folder):
+    cols = [("agents", "agents 100k"), ("mixed", "mixed 100k"), ("level", "level 100k"), ("agents_1m", "agents 1M")]
+    times = {}
+    for name, _ in cols:
+        for r in read(folder, name):
+            label = PEER_NAMES.get(r["kind"], f"`{r['kind']}`")
+            times.setdefault(label, {})[name] = float(r["total_ms"])
+    worst = {f"`{r['kind']}`": float(r["worst_ratio"]) for r in read(folder, "scenes")
+             if r.get("workload") == "scenes_worst" and r.get("worst_ratio")}
+    worst["sort-and-sweep"] = 1.0
+    kinds = [k for k in times if k.startswith("`")]
+    # The kinds by their agents frame, except the three slow trees last (as kinds.md lists them).
+    order = ["point_grid", "quadtree", "grid", "multi_grid", "loose_grid", "loose_quadtree", "level_quadtree",
+             "bucket_quadtree"]
+    kinds.sort(key=lambda k: order.index(k.strip("`")) if k.strip("`") in order else len(order))
+    peers = [PEER_NAMES[p] for p in ("chipmunk_bbtree", "chipmunk_spacehash", "box2d_dynamic_tree", "boost_rtree",
+                                     "sweep") if PEER_NAMES[p] in times]
+    best = {name: min(t[name] for t in times.values() if name in t) for name, _ in cols}
+    body = []
+    for label in kinds + peers:
+        line = [label]
+        for name, _ in cols:
+            v = times[label].get(name)
+            line.append("" if v is None else f"**{ms(v)}**" if v == best[name] else ms(v))
+        w = worst.get(label)
+        line.append("" if w is None else "1" if label == "sort-and-sweep" else f"{w:.2f}")
+        body.append(line)
+    return table(["implementation"] + [c for _, c in cols] + ["scenes: worst ratio"], body) + "\n"
+
+
+def region_scenes_worst(folder):
+    rows = [r for r in read(folder, "scenes") if r.get("workload") == "scenes_worst" and r.get("worst_ratio")]
+    held = [r for r in rows if r.get("in_bar") == "True"]
+    free = [r for r in rows if r.get("in_bar") != "True"]
+    top = max(held, key=lambda r: float(r["worst_ratio"]))
+    text = (f"every kind's worst frame is at most {float(top['worst_ratio']):.2f} times the sort-and-sweep's "
+            f"(`{top['kind']}`, `{top['worst_scene']}`")
+    text += "".join(f"; `{r['kind']}` {float(r['worst_ratio']):.2f}, `{r['worst_scene']}`" for r in free)
+    return text + ").\n"
+
+
+def region_scenes_table(folder):
+    rows = read(folder, "scenes")
+    head = f"N = {int(rows[0]['n']):,}, {rows[0]['frames']} frames.\n\n" if rows else ""
+    return head + scenes_table(rows) + "\n"
+
+
+REGIONS = {"readme-summary": region_readme_summary, "scenes-worst": region_scenes_worst,
+           "scenes-table": region_scenes_table}
+
+
+def write_regions(check):
+    """Rewrites (or with check, compares) every marked region; returns the stale pages."""
+    folder = os.path.join(RESULTS, REGION_MACHINE)
+    stale = []
+    for page in REGION_PAGES:
+        path = os.path.join(ROOT, page)
+        text = open(path).read()
+
+        def fill(m):
+            if m.group(2) not in REGIONS:
+                sys.exit(f"bench.py: {page}: unknown region {m.group(2)}")
+            return m.group(1) + REGIONS[m.group(2)](folder) + m.group(4)
+
+        new = REGION_RE.sub(fill, text)
+        if new != text:
+            stale.append(page)
+            if not check:
+                with open(path, "w") as f:
+                    f.write(new)
+    return stale
+
+
+def report(opts):
+    if getattr(opts, "check", False):
+        saved = open(DOC).read()
+        try:
+            report_tables(plots=False)
+            stale = ["docs/benchmarks.md"] if open(DOC).read() != saved else []
+        finally:
+            with open(DOC, "w") as f:
+                f.write(saved)
+        stale += write_regions(True)
+        if stale:
+            sys.exit("bench.py report --check: figures differ from bench/results in " + ", ".join(stale) +
+                     " (run scripts/bench.py report)")
+        print("bench.py report --check: every generated figure matches bench/results", file=sys.stderr)
+        return
+    report_tables()
+    write_regions(False)
+
+
+def report_tables(plots=True):
     parts = []
     for machine in sorted(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else []:
         folder = os.path.join(RESULTS, machine)
@@ -230,7 +347,10 @@ def report(_opts):
                                ("level", "level")):
             rows = read(folder, name)
             if rows:
-                png = plot(folder, name, rows)
+                png = plot(folder, name, rows) if plots else None
+                # Without gnuplot (or in --check) the plot already kept stays.
+                if png is None and os.path.exists(os.path.join(folder, name + ".png")):
+                    png = os.path.join(folder, name + ".png")
                 title = f"`{workload}`, N = {int(rows[0]['n']):,}"
                 parts.append(f"#### {title}\n\n" + frame_table(rows) + "\n")
                 if png:
@@ -251,8 +371,9 @@ def report(_opts):
     body = "\n".join(parts) if parts else "No results yet: run `scripts/bench.py run`.\n"
     with open(DOC, "w") as f:
         f.write(head + BEGIN + "\n" + body + "\n" + END + tail)
-    print(f"bench.py: tables of {len([p for p in parts if p.startswith('### ')])} machine(s) "
-          f"written to docs/benchmarks.md", file=sys.stderr)
+    if plots:
+        print(f"bench.py: tables of {len([p for p in parts if p.startswith('### ')])} machine(s) "
+              f"written to docs/benchmarks.md", file=sys.stderr)
 
 
 def main():
@@ -263,7 +384,8 @@ def main():
     r.add_argument("--bench")
     r.add_argument("--quick", action="store_true")
     r.add_argument("--only", help="comma-separated result names (agents,mixed,...)")
-    sub.add_parser("report")
+    rp = sub.add_parser("report")
+    rp.add_argument("--check", action="store_true", help="fail if a page's generated figures differ (nothing written)")
     opts = p.parse_args()
     (run if opts.cmd == "run" else report)(opts)
 

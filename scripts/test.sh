@@ -6,7 +6,7 @@
 #
 # Environment: BUILD_DIR (default build), CMAKE_ARGS (extra configure
 # arguments), QG_TEST_SCALE (the random test sequences' length: 0.2 by
-# default, a few minutes on two cores; CI runs 1, the long sequences).
+# default, a few minutes on two cores; CI runs 0.5: .ci/run's stage_tests_release).
 set -eu
 cd "$(dirname "$0")/.."
 

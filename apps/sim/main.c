@@ -27,6 +27,7 @@ static void usage(FILE *f) {
             "  --seconds S         also stop after S seconds of wall time\n"
             "  --kind NAME         index kind (default: the fastest built for the scene)\n"
             "  --list-kinds        print every kind and whether it is built, then exit\n"
+            "  --version           print the library's version, then exit\n"
             "  --seed N            random seed (default 12345: the `agents` workload)\n"
             "  --threads N         workers for the motion and the index calls\n"
             "                      (qg_move_many, qg_cleanup_parallel, qg_pairs_parallel);\n"
@@ -99,6 +100,9 @@ static int parse(int argc, char **argv, sim_options *o) {
             return 0;
         } else if (!strcmp(a, "--list-kinds")) {
             list_kinds();
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("quadgrid-sim %d.%d.%d\n", QG_VERSION_MAJOR, QG_VERSION_MINOR, QG_VERSION_PATCH);
             return 0;
         } else if (!strcmp(a, "--agents")) {
             NEED_VAL;

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Types of the quadgrid package (index.js).
 
-/** The index kinds (include/quadgrid.h's qg_kind), by name. */
-export type Kind =
-  | "quadtree" | "loose_quadtree" | "level_quadtree" | "bucket_quadtree" | "grid"
-  | "multi_grid" | "loose_grid" | "point_grid" | "brute_force";
+/** The index kinds (include/quadgrid.h's qg_kind), by name: generated from QG_KIND_LIST by scripts/build.sh. */
+import type { Kind } from "./dist/kinds.js";
+export type { Kind };
 
-/** The kind names in the C enum's order. */
-export const kinds: readonly Kind[];
+/** The kind names in the C enum's order, as the library gives them: empty until init() resolves. */
+export let kinds: readonly Kind[];
 
 /** Handles: an Int32Array, an array of integers, or one integer. */
 export type Handles = Int32Array | ArrayLike<number> | number;

@@ -14,14 +14,29 @@
 // fetched at load, in Node or in a browser. init() picks the SIMD128 build
 // when the runtime validates a SIMD module, the scalar one otherwise.
 
-const KINDS = [
-  "quadtree", "loose_quadtree", "level_quadtree", "bucket_quadtree", "grid",
-  "multi_grid", "loose_grid", "point_grid", "brute_force",
-];
+// The kind names by enum value, asked of the library at init()
+// (QG_KIND_COUNT, qg_kind_name): a kind added to the C list needs no edit here.
+let KINDS = [];
 const STATUS = { 0: "QG_OK", [-1]: "QG_ERR_INVALID", [-2]: "QG_ERR_HANDLE", [-3]: "QG_ERR_NOMEM", [-4]: "QG_ERR_CAPACITY" };
 
-/** The kind names, in the C enum's order. */
-export const kinds = Object.freeze(KINDS.slice());
+/**
+ * The kind names this build has, in the C enum's order: empty until init()
+ * resolves, then the library's own list (a live binding: importers see it).
+ */
+export let kinds = Object.freeze([]);
+
+// The library's kind list, read from the module just loaded.
+function readKinds(m) {
+  const all = [];
+  for (let k = 0; k < m._qgjs_kind_count(); k++) {
+    const p = m._qgjs_kind_name(k);
+    let e = p;
+    while (m.HEAPU8[e] !== 0) e++;
+    all.push(new TextDecoder().decode(m.HEAPU8.slice(p, e)));
+  }
+  KINDS = all;
+  kinds = Object.freeze(all.filter((_, k) => m._qgjs_kind_available(k)));
+}
 
 // The smallest module with a SIMD128 instruction (v128.const, i8x16.popcnt's
 // predecessor i32x4.splat...): a runtime without SIMD rejects it.
@@ -58,6 +73,7 @@ export function init(options = {}) {
   loading = (simd ? import("./dist/quadgrid-simd.mjs") : import("./dist/quadgrid-scalar.mjs"))
     .then((mod) => mod.default())
     .then((m) => {
+      readKinds(m);
       M = m;
       return { build: buildName };
     });
@@ -105,6 +121,52 @@ function typeFail(what) {
 
 function check(status, what) {
   if (status !== 0) fail(status, what);
+}
+
+// A refused batch names its first bad row and why, as the Python package
+// does: "QG_ERR_HANDLE: move (row 1: handle 7 is not live)". Found here, after
+// the C side refused it (it changed nothing), so a good batch pays nothing.
+// ph: the handles' address (or 0), pb: the boxes' (or 0).
+function batchCheck(status, what, ix, n, ph, pb) {
+  if (status === 0) return;
+  if (status === -3 || status === -4) fail(status, what);
+  const row = (i, why) => fail(status, `${what} (row ${i}: ${why})`);
+  if (status === -2 && ph) {
+    const t = M._qgjs_scratch(2, 16);
+    for (let i = 0; i < n; i++) {
+      const h = M.HEAP32[(ph >> 2) + i];
+      if (t === 0 || M._qgjs_get_many(ix, ph + 4 * i, 1, t) !== 0) row(i, `handle ${h} is not live`);
+    }
+  }
+  if (status === -1 && pb) {
+    for (let i = 0; i < n; i++) {
+      const b = Array.from(M.HEAPF32.subarray((pb >> 2) + 4 * i, (pb >> 2) + 4 * i + 4));
+      const text = `box [${b.map((v) => (Number.isInteger(v) ? v.toFixed(1) : String(v))).join(", ")}]`;
+      if (!b.every(Number.isFinite)) row(i, `${text} is not finite`);
+      if (b[0] > b[2] || b[1] > b[3]) row(i, `${text} has min > max`);
+    }
+  }
+  if (status === -1 && ph) {
+    const seen = new Set();
+    for (let i = 0; i < n; i++) {
+      const h = M.HEAP32[(ph >> 2) + i];
+      if (seen.has(h)) row(i, `handle ${h} listed twice`);
+      seen.add(h);
+    }
+  }
+  fail(status, what);
+}
+
+// A filter's category or mask: an integer in [0, 2^32), never wrapped.
+function u32Of(v, what) {
+  if (typeof v !== "number") typeFail(`${what} must be a number`);
+  if (!Number.isInteger(v)) typeFail(`${what} must be an integer, got ${v}`);
+  if (v < 0 || v > 0xffffffff) {
+    const e = new RangeError(`QG_ERR_INVALID: ${what} must fit in uint32, got ${v}`);
+    e.code = "QG_ERR_INVALID";
+    throw e;
+  }
+  return v;
 }
 
 function isArrayLike(a) {
@@ -168,10 +230,11 @@ function num(v, what) {
 }
 
 function kindOf(kind) {
-  if (typeof kind === "number" && Number.isInteger(kind) && kind >= 0 && kind < KINDS.length) return kind;
-  const k = KINDS.indexOf(kind);
+  if (typeof kind === "number" && Number.isInteger(kind) && kind >= 0 && kind < KINDS.length && kinds.includes(KINDS[kind]))
+    return kind;
+  const k = kinds.includes(kind) ? KINDS.indexOf(kind) : -1;
   if (k < 0) {
-    const e = new RangeError(`QG_ERR_INVALID: unknown kind ${JSON.stringify(kind)} (one of ${KINDS.join(", ")})`);
+    const e = new RangeError(`QG_ERR_INVALID: unknown kind ${JSON.stringify(kind)} (one of ${kinds.join(", ")})`);
     e.code = "QG_ERR_INVALID";
     throw e;
   }
@@ -255,7 +318,7 @@ export class Index {
     const n = boxes.length / 4;
     const ph = M._qgjs_scratch(0, n * 4);
     if (ph === 0) fail(-3, "insert");
-    check(M._qgjs_insert_many(ix, pb, n, ph), "insert");
+    batchCheck(M._qgjs_insert_many(ix, pb, n, ph), "insert", ix, n, 0, pb);
     return M.HEAP32.slice(ph >> 2, (ph >> 2) + n);
   }
 
@@ -265,7 +328,7 @@ export class Index {
     const n = isArrayLike(handles) ? handles.length : 1;
     const pb = putBoxes(boxes, "move", n);
     const ph = putHandles(handles, "move");
-    check(M._qgjs_move_many(ix, ph, pb, n), "move");
+    batchCheck(M._qgjs_move_many(ix, ph, pb, n), "move", ix, n, ph, pb);
   }
 
   /** Removes the handles (every one live and listed once, else nothing is removed). */
@@ -273,7 +336,7 @@ export class Index {
     const ix = this.#live("remove");
     const n = handlesLength(handles);
     const ph = putHandles(handles, "remove");
-    check(M._qgjs_remove_many(ix, ph, n), "remove");
+    batchCheck(M._qgjs_remove_many(ix, ph, n), "remove", ix, n, ph, 0);
   }
 
   /** The boxes of the handles, 4 floats each. */
@@ -283,7 +346,7 @@ export class Index {
     const ph = putHandles(handles, "get");
     const pb = M._qgjs_scratch(1, n * 16);
     if (pb === 0) fail(-3, "get");
-    check(M._qgjs_get_many(ix, ph, n, pb), "get");
+    batchCheck(M._qgjs_get_many(ix, ph, n, pb), "get", ix, n, ph, 0);
     return M.HEAPF32.slice(pb >> 2, (pb >> 2) + 4 * n);
   }
 
@@ -352,7 +415,7 @@ export class Index {
     if (pf === 0) fail(-3, "setStatic");
     const u8 = M.HEAPU8;
     for (let i = 0; i < n; i++) u8[pf + i] = (isArrayLike(isStatic) ? isStatic[i] : isStatic) ? 1 : 0;
-    check(M._qgjs_set_static_many(ix, ph, pf, n), "setStatic");
+    batchCheck(M._qgjs_set_static_many(ix, ph, pf, n), "setStatic", ix, n, ph, 0);
   }
 
   /** 1 where the handle is static, 0 otherwise (also for a handle not live). */
@@ -382,10 +445,10 @@ export class Index {
     if (pf === 0) fail(-3, "setFilter");
     const u32 = M.HEAPU32;
     for (let i = 0; i < n; i++) {
-      u32[(pf >> 2) + 2 * i] = isArrayLike(category) ? category[i] : category;
-      u32[(pf >> 2) + 2 * i + 1] = isArrayLike(mask) ? mask[i] : mask;
+      u32[(pf >> 2) + 2 * i] = u32Of(isArrayLike(category) ? category[i] : category, `setFilter: category (row ${i})`);
+      u32[(pf >> 2) + 2 * i + 1] = u32Of(isArrayLike(mask) ? mask[i] : mask, `setFilter: mask (row ${i})`);
     }
-    check(M._qgjs_set_filter_many(ix, ph, pf, n), "setFilter");
+    batchCheck(M._qgjs_set_filter_many(ix, ph, pf, n), "setFilter", ix, n, ph, 0);
   }
 
   /** The filters of the handles: Uint32Array [category0, mask0, ...]. */

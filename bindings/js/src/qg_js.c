@@ -43,6 +43,12 @@ static void *count_realloc(void *ptr, size_t old_size, size_t new_size, void *us
     return p;
 }
 
+/* ---- The kind list, for index.js: the library's own, never a copy ------- */
+
+EXPORT int32_t qgjs_kind_count(void) { return QG_KIND_COUNT; }
+EXPORT const char *qgjs_kind_name(int32_t kind) { return qg_kind_name((qg_kind)kind); }
+EXPORT int32_t qgjs_kind_available(int32_t kind) { return qg_kind_available((qg_kind)kind); }
+
 EXPORT double qgjs_index_bytes(void) { return index_bytes; }
 EXPORT double qgjs_glue_bytes(void) { return glue_bytes; }
 

@@ -60,9 +60,26 @@ for (const kind of kinds) {
       ["nearest k < 0", () => ix.nearest(0, 0, -1), RangeError, "QG_ERR_INVALID"],
       ["nearest infinite point", () => ix.nearest(Infinity, 0, 1), RangeError, "QG_ERR_INVALID"],
       ["get dead", () => ix.get([10]), RangeError, "QG_ERR_HANDLE"],
+      // The same refusals, and the same row and reason, as the Python package
+      // (bindings/python/tests/test_errors.py).
+      ["insert row and reason", () => ix.insert([0, 0, 1, 1, 0, 0, 1, 1, 3, 0, 1, 1]), RangeError, "QG_ERR_INVALID",
+        /^QG_ERR_INVALID: insert \(row 2: box \[3\.0, 0\.0, 1\.0, 1\.0\] has min > max\)$/],
+      ["insert NaN row", () => ix.insert([0, 0, 1, 1, 0, 0, NaN, 1]), RangeError, "QG_ERR_INVALID", /\(row 1: box .* is not finite\)$/],
+      ["move dead row", () => ix.move([3, 10], [1, 1, 2, 2, 1, 1, 2, 2]), RangeError, "QG_ERR_HANDLE",
+        /^QG_ERR_HANDLE: move \(row 1: handle 10 is not live\)$/],
+      ["move twice row", () => ix.move([3, 4, 3], [1, 1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2]), RangeError, "QG_ERR_INVALID",
+        /\(row 2: handle 3 listed twice\)$/],
+      ["move bad box row", () => ix.move([3, 4], [1, 1, 2, 2, 1, 1, 2, NaN]), RangeError, "QG_ERR_INVALID", /\(row 1: box .* is not finite\)$/],
+      ["remove dead row", () => ix.remove([3, 4, 11]), RangeError, "QG_ERR_HANDLE", /\(row 2: handle 11 is not live\)$/],
+      ["setFilter mask past 32 bits", () => ix.setFilter([3, 4], 1, 2 ** 32), RangeError, "QG_ERR_INVALID", /mask .*uint32/],
+      ["setFilter category past 32 bits", () => ix.setFilter([3], 2 ** 32 + 1, 1), RangeError, "QG_ERR_INVALID", /category .*uint32/],
+      ["setFilter negative mask", () => ix.setFilter([3], 1, -1), RangeError, "QG_ERR_INVALID", /mask .*uint32/],
+      ["setFilter fractional mask", () => ix.setFilter([3], 1, 1.5), TypeError, "QG_ERR_INVALID", /mask .*integer/],
+      ["setFilter mask row", () => ix.setFilter([3, 4], 1, [1, 2 ** 33]), RangeError, "QG_ERR_INVALID", /mask \(row 1\)/],
+      ["nearest fractional k", () => ix.nearest(0, 0, 2.5), TypeError, "QG_ERR_INVALID", /k must be an integer/],
     ];
-    for (const [what, fn, cls, code] of cases) {
-      assert.throws(fn, (e) => e instanceof cls && e.code === code && e.message.startsWith(code), what);
+    for (const [what, fn, cls, code, message] of cases) {
+      assert.throws(fn, (e) => e instanceof cls && e.code === code && e.message.startsWith(code) && (!message || message.test(e.message)), what);
       assert.deepEqual(snapshot(ix, live), before, `${what}: index changed`);
       assert.ok(ix.validate(), `${what}: validate`);
     }

@@ -7,6 +7,7 @@ while C runs. Boxes are rows ``(min_x, min_y, max_x, max_y)`` of float32;
 handles are int32. Any error raises and leaves the index exactly as it was.
 """
 import math
+import operator
 import threading
 
 import numpy as np
@@ -30,9 +31,28 @@ _KIND_IDS = {
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
 
+def _count(v, what):
+    """A count (k, threads) as an int: a fractional or non-numeric value is a
+    TypeError (as range() gives), never truncated."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError("%s must be an integer, got %r" % (what, v))
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError("%s must be an integer, got %r" % (what, v)) from None
+
+
 def kinds():
     """The index kind names, as a list (the same as ``KINDS``)."""
     return list(KINDS)
+
+
+def _box_reason(box):
+    """Why a stored box is refused, in the words the JavaScript package uses:
+    ": not finite" or ": min > max"."""
+    if not all(math.isfinite(float(v)) for v in box):
+        return ": box [%s] is not finite" % ", ".join(repr(float(v)) for v in box)
+    return ": box [%s] has min > max" % ", ".join(repr(float(v)) for v in box)
 
 
 def _raise(status, what, row=None, detail=""):
@@ -147,7 +167,7 @@ class Index:
         with self._lock:
             st = lib.qgpy_insert(self._s, _p("float *", b), n, _p("int32_t *", out), row)
         if st != lib.QG_OK:
-            _raise(st, "insert", row[0], ": finite, min <= max")
+            _raise(st, "insert", row[0], _box_reason(b[row[0]]) if row[0] >= 0 else "")
         return out
 
     def move(self, handles, boxes, threads=1):
@@ -165,10 +185,12 @@ class Index:
         with self._lock:
             st = lib.qgpy_move(self._s, _p("int32_t *", h), _p("float *", b), h.shape[0], threads, row, what)
         if st != lib.QG_OK:
-            detail = {1: ": finite, min <= max", 2: ": handle %d is not live", 3: ": handle %d listed twice"}
+            detail = {2: ": handle %d is not live", 3: ": handle %d listed twice"}
             d = detail.get(what[0], "")
             if "%d" in d:
                 d = d % h[row[0]]
+            elif what[0] == 1 and row[0] >= 0:
+                d = _box_reason(b[row[0]])
             _raise(st, "move", row[0], d)
 
     def remove(self, handles):
@@ -327,7 +349,7 @@ class Index:
         squared distance to the box (0 inside), ties by handle:
         ``(handles, distances2)``, each (n, k); missing ones are -1 and inf."""
         p = _floats(points, 2, "points")
-        k = int(k)
+        k = _count(k, "nearest: k")
         if k < 0:
             raise ValueError("nearest: k must be >= 0, got %d" % k)
         n = p.shape[0]
@@ -390,7 +412,7 @@ class Index:
 
     @staticmethod
     def _threads(threads):
-        t = int(threads)
+        t = _count(threads, "threads")
         if t < 1 or t > 256:
             raise ValueError("threads must be in [1, 256], got %d" % t)
         return t

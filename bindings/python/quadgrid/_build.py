@@ -5,6 +5,7 @@ directory in place), compiled with the C build's flags, plus the binding's
 batched loops in bindings/python/src/qg_py.c."""
 import glob
 import os
+import re
 import shutil
 import sys
 
@@ -37,6 +38,20 @@ def find_root():
 ROOT = find_root()
 
 
+def header_version():
+    """The library's version, from include/quadgrid.h's QG_VERSION_* macros:
+    the one version every package (CMake, pkg-config, this one, npm) carries."""
+    with open(os.path.join(ROOT, "include", "quadgrid.h")) as f:
+        text = f.read()
+    parts = []
+    for part in ("MAJOR", "MINOR", "PATCH"):
+        m = re.search(r"^#define QG_VERSION_%s (\d+)$" % part, text, re.M)
+        if not m:
+            sys.exit("quadgrid: include/quadgrid.h has no QG_VERSION_%s" % part)
+        parts.append(m.group(1))
+    return ".".join(parts)
+
+
 def stage_sources():
     """Copies include/ and src/ into build/csrc beside setup.py: setuptools
     takes only relative source paths, and objects of paths that climb out
@@ -59,14 +74,16 @@ os.chdir(PKG)
 STAGE, SOURCES = stage_sources()
 SOURCES.append(os.path.join("src", "qg_py.c"))
 
+# The kinds are not listed here: the enum's "..." lets the compiler give
+# QG_KIND_COUNT, and the package names the kinds through qg_kind_name, so a
+# kind added to QG_KIND_LIST reaches Python with no edit here.
 CDEF = """
 typedef struct qg_rect { float min_x, min_y, max_x, max_y; } qg_rect;
 typedef int32_t qg_handle;
 typedef enum qg_status { QG_OK = 0, QG_ERR_INVALID = -1, QG_ERR_HANDLE = -2, QG_ERR_NOMEM = -3,
     QG_ERR_CAPACITY = -4 } qg_status;
 typedef struct qg_index qg_index;
-typedef enum qg_kind { QG_QUADTREE, QG_LOOSE_QUADTREE, QG_LEVEL_QUADTREE, QG_BUCKET_QUADTREE,
-    QG_GRID, QG_MULTI_GRID, QG_LOOSE_GRID, QG_POINT_GRID, QG_BRUTE_FORCE, QG_KIND_COUNT } qg_kind;
+typedef enum qg_kind { QG_KIND_COUNT, ... } qg_kind;
 typedef struct qg_allocator { void *(*realloc)(void *, size_t, size_t, void *); void *user; } qg_allocator;
 typedef struct qg_config {
     qg_kind kind; qg_rect bounds; float element_size; float max_element_size;

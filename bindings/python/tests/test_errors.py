@@ -182,3 +182,28 @@ def test_learns_sizes_unless_fixed():
     a, b = learned.pairs(), fixed.pairs()
     assert a.shape == b.shape and len(a) > 0
     assert np.array_equal(a[np.lexsort(a.T[::-1])], b[np.lexsort(b.T[::-1])])
+
+
+def test_counts_and_masks_refused_alike(ix):
+    """The same refusals as the JavaScript package (bindings/js/test/errors.test.js):
+    a fractional count is refused, never truncated; a filter mask or
+    category past 32 bits is refused, never wrapped."""
+    p = np.zeros((2, 2), np.float32)
+    unchanged(ix, TypeError, lambda: ix.nearest(p, 2.5), match="k must be an integer")
+    unchanged(ix, TypeError, lambda: ix.nearest(p, 2.0), match="k must be an integer")
+    unchanged(ix, TypeError, lambda: ix.nearest(p, True), match="k must be an integer")
+    unchanged(ix, TypeError, lambda: ix.pairs(threads=1.5), match="threads must be an integer")
+    live = ix.query((-np.inf, -np.inf, np.inf, np.inf))[:3]
+    unchanged(ix, ValueError, lambda: ix.set_filter(live, 1, 2**32), match="mask.*uint32")
+    unchanged(ix, ValueError, lambda: ix.set_filter(live, 2**32 + 1, 1), match="category.*uint32")
+    unchanged(ix, TypeError, lambda: ix.set_filter(live, 1, 1.5), match="mask must be integers")
+    h, _ = ix.nearest(p, np.int64(2))
+    assert h.shape == (2, 2)
+
+
+def test_bad_box_names_row_and_reason(ix):
+    b = scene(SEED + 4, 5)
+    b[2] = (3, 0, 1, 1)
+    unchanged(ix, ValueError, lambda: ix.insert(b), match=r"row 2: box \[3.0, 0.0, 1.0, 1.0\] has min > max")
+    b[2] = (0, 0, math.nan, 1)
+    unchanged(ix, ValueError, lambda: ix.insert(b), match=r"row 2: box .* is not finite")

@@ -221,3 +221,58 @@ def test_threads_same_answers(kind):
         np.testing.assert_array_equal(p1, sort_pairs(one.pairs(threads=2)))
         np.testing.assert_array_equal(one.boxes(h1), two.boxes(h2))
     two.validate()
+
+
+def header_kinds():
+    """QG_KIND_LIST's names, parsed from the C header the package was built
+    from (the list's own text, not a copy)."""
+    import os
+    import re
+    root = os.environ.get("QUADGRID_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "..")
+    with open(os.path.join(root, "include", "quadgrid.h")) as f:
+        text = f.read()
+    block = text[text.index("#define QG_KIND_LIST(X)"):]
+    block = block[:block.index("\n\n")]
+    return re.findall(r"^\s*X\([A-Z_0-9]+, ([a-z_0-9]+),", block, re.M)
+
+
+def test_kinds_are_the_headers():
+    """The package asks the library for its kinds (QG_KIND_COUNT,
+    qg_kind_name): a kind added to QG_KIND_LIST appears here, in its order,
+    with no edit to the binding."""
+    kinds = header_kinds()
+    assert len(kinds) >= 9
+    assert list(quadgrid.KINDS) == kinds
+    for k in kinds:
+        assert quadgrid.Index(k).kind == k
+
+
+def test_version_is_the_headers():
+    import os
+    import re
+    root = os.environ.get("QUADGRID_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "..")
+    with open(os.path.join(root, "include", "quadgrid.h")) as f:
+        text = f.read()
+    v = ".".join(re.search(r"^#define QG_VERSION_%s (\d+)$" % p, text, re.M).group(1) for p in ("MAJOR", "MINOR", "PATCH"))
+    assert quadgrid.version == v
+    from importlib.metadata import version
+    assert version("quadgrid-broadphase") == v
+
+
+def test_no_hand_copy_of_the_kind_list():
+    """The package's sources (the cffi cdef included) name no kind but the
+    default: the list lives in QG_KIND_LIST only."""
+    import os
+    import re
+    pkg = os.path.dirname(quadgrid.__file__)
+    src = os.path.join(os.path.dirname(__file__), "..", "quadgrid")
+    names = [k for k in header_kinds() if k != "point_grid"]
+    for d in {pkg, src}:
+        for f in ("__init__.py", "__init__.pyi", "_build.py"):
+            p = os.path.join(d, f)
+            if not os.path.exists(p):
+                continue
+            with open(p) as fh:
+                text = fh.read()
+            hits = [k for k in names if re.search(r"[\"']%s[\"']|QG_%s\b" % (k, k.upper()), text)]
+            assert hits == [], "%s names kinds itself: %s" % (p, hits)
