@@ -14,12 +14,16 @@
 // this thread) are operations too, and so are static flags, filters and
 // overlap events (the oracle's static elements stay in its structure, the
 // kind's settle in the static layer at its cleanups: two paths, one answer).
+// Coordinates include the float range's hostile corners (+-FLT_MAX and just
+// under it, 1e38, 3e38, multiples of FLT_TRUE_MIN), and rays unbounded ones
+// (max_t inf) with subnormal, huge or axis-aligned directions.
 //
 //   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DQG_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_ops
 //   build-fuzz/fuzz/fuzz_ops -max_total_time=60 fuzz/corpus
 #include <quadgrid.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,9 +51,30 @@ static uint32_t take(reader *r, int bytes)
 /// Coordinates from a few bytes: mostly small integers on [-64, 1088] so
 /// boxes touch, coincide and straddle cell borders; sometimes raw floats
 /// (NaN, infinities, huge) so bad input is fuzzed too.
+/// The float range's hostile corners, picked by a byte: +-FLT_MAX and a few
+/// ulps under it, 1e38 and 3e38 (sums and differences overflow), multiples of
+/// FLT_TRUE_MIN (products underflow, 1 / d overflows), 1e-30.
+static float hostile(uint32_t v)
+{
+    const float s = (v & 1) ? -1.0f : 1.0f;
+    const uint32_t k = v >> 1 & 7;
+    switch (v >> 4 & 7) {
+    case 0: return s * FLT_MAX;
+    case 1: return s * (FLT_MAX - (float)(k + 1) * 2.028240960e31f); // k+1 ulps under
+    case 2: return s * 1e38f * (float)(k + 1) * 0.25f;
+    case 3: return s * 3e38f;
+    case 4: return s * FLT_TRUE_MIN * (float)(k + 1);
+    case 5: return s * 1e-30f * (float)(k + 1);
+    case 6: return s * FLT_MAX * 0.5f;
+    default: return s * 3e-39f;
+    }
+}
+
 static float coord(reader *r)
 {
     uint32_t v = take(r, 2);
+    if ((v & 0xFF00) == 0xEF00)
+        return hostile(v);
     if ((v & 0xF000) == 0xF000) {
         uint32_t bits = take(r, 4);
         float f;
@@ -267,9 +292,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case 10: { // a ray: every hit, then the closest
             const float ox = coord(&r), oy = coord(&r);
-            const float dx = (float)((int)(take(&r, 1) % 9) - 4) * 0.5f, dy = coord(&r) / 256.0f;
+            float dx = (float)((int)(take(&r, 1) % 9) - 4) * 0.5f, dy = coord(&r) / 256.0f;
             const uint32_t m = take(&r, 1);
-            const float max_t = m == 255 ? INFINITY : (float)m * 4.0f;
+            float max_t = m == 255 ? INFINITY : (float)m * 4.0f;
+            if (m >= 250 && m <= 253) {
+                // Unbounded, with a hostile direction: subnormal, huge, or
+                // one axis zero (the other from the table).
+                const uint32_t h = take(&r, 2);
+                dx = m & 1 ? hostile(h & 0xFF) : 0.0f;
+                dy = m & 2 ? hostile(h >> 8) : m == 250 ? 0.0f : dy;
+                max_t = m == 250 ? FLT_MAX : INFINITY;
+            }
             for (int closest = 0; closest < 2; ++closest) {
                 ray_sum a = {0, 0, INFINITY, -1, closest}, b = {0, 0, INFINITY, -1, closest};
                 qg_status sa = qg_raycast(index, ox, oy, dx, dy, max_t, on_ray, &a);

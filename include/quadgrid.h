@@ -297,9 +297,11 @@ typedef float qg_ray_fn(qg_handle handle, float t, void *user);
 /// (docs/workloads.md): true when the segment origin + t*(dx,dy), t in
 /// [0, max_t], touches the closed box; *t = the entry parameter (0 inside).
 /// Per axis with a non-zero direction the slab parameters (min - o) / d and
-/// (max - o) / d narrow [0, max_t] (a NaN parameter, from a direction so
-/// small that 1/d overflows, narrows nothing); a zero direction needs the
-/// origin inside the slab. `t` may be NULL.
+/// (max - o) / d narrow [0, max_t] (in float; where a float parameter would
+/// be infinite or NaN, from coordinates whose difference passes FLT_MAX or a
+/// direction so small that 1/d overflows, the interval is narrowed in double,
+/// and an entry past FLT_MAX is t = inf); a zero direction needs the origin
+/// inside the slab. `t` may be NULL.
 QG_API bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t);
 
 /// Calls fn once for each live element qg_ray_box accepts at the current

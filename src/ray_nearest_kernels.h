@@ -11,12 +11,23 @@
 
 #include "kind.h"
 
+/// qg_ray_slabs for a ray where a float slab parameter was infinite or NaN:
+/// the coordinates' difference passed FLT_MAX, or 1 / d overflowed (a
+/// subnormal direction). The interval is narrowed in double, so the answer
+/// is the segment's own and not an artefact of inf - inf or inf * 0; an entry
+/// parameter past FLT_MAX (max_t infinite) is reported as inf. Out of line:
+/// the hit test's inner loops keep only the branch to it.
+bool qg_ray_slabs_wide(qg_rect box, float ox, float oy, float dx, float dy, float ix, float iy, float max_t,
+                       float *t0, float *t1);
+
 /// The hit test's core, the formula of qg_ray_box (the `rays` workload's)
 /// with the direction's inverses given (ix = 1 / dx, iy = 1 / dy, anything
 /// where the component is 0): (lo - o) * inv is the very product the
 /// formula rounds, so a kind that computes the inverses once per cast gets
 /// the same answers bit for bit. [*t0, *t1] is the parameter interval
 /// inside the closed box, starting from [0, max_t]; false when empty.
+/// A slab parameter that is not finite (overflow, inf * 0) sends the whole
+/// test to qg_ray_slabs_wide; every finite one is the float formula's.
 static inline bool qg_ray_slabs(qg_rect box, float ox, float oy, float dx, float dy, float ix, float iy, float max_t,
                                 float *t0, float *t1)
 {
@@ -26,12 +37,14 @@ static inline bool qg_ray_slabs(qg_rect box, float ox, float oy, float dx, float
             return false;
     } else {
         float ta = (box.min_x - ox) * ix, tb = (box.max_x - ox) * ix;
+        // x - x is 0 only for a finite x: one test for inf and NaN on both.
+        if ((ta - ta) + (tb - tb) != 0.0f)
+            return qg_ray_slabs_wide(box, ox, oy, dx, dy, ix, iy, max_t, t0, t1);
         if (ta > tb) {
             const float s = ta;
             ta = tb;
             tb = s;
         }
-        // Comparisons, not fmaxf: a NaN parameter leaves the range as it is.
         a = ta > a ? ta : a;
         b = tb < b ? tb : b;
     }
@@ -40,6 +53,8 @@ static inline bool qg_ray_slabs(qg_rect box, float ox, float oy, float dx, float
             return false;
     } else {
         float ta = (box.min_y - oy) * iy, tb = (box.max_y - oy) * iy;
+        if ((ta - ta) + (tb - tb) != 0.0f)
+            return qg_ray_slabs_wide(box, ox, oy, dx, dy, ix, iy, max_t, t0, t1);
         if (ta > tb) {
             const float s = ta;
             ta = tb;

@@ -33,6 +33,58 @@ static bool has_layer(const qg_index *index)
     return qg_engine_holds(index);
 }
 
+/// A slab parameter (side - o) / d where the float formula overflows: the
+/// float product when it is finite (so a side shared by a cell and an
+/// element gives both the same parameter), else the quotient in double,
+/// which neither overflows nor meets inf * 0 for finite coordinates (a
+/// difference up to 2 FLT_MAX over a direction down to FLT_TRUE_MIN stays
+/// far inside double's range).
+static inline double ray_param(float side, float o, float d, float inv)
+{
+    const float p = (side - o) * inv;
+    if (p - p == 0.0f)
+        return p;
+    return ((double)side - (double)o) / (double)d;
+}
+
+// Declared in queries.h (what it answers and why).
+bool qg_ray_slabs_wide(qg_rect box, float ox, float oy, float dx, float dy, float ix, float iy, float max_t,
+                       float *t0, float *t1)
+{
+    double a = 0.0, b = max_t;
+    if (dx == 0.0f) {
+        if (ox < box.min_x || ox > box.max_x)
+            return false;
+    } else {
+        double ta = ray_param(box.min_x, ox, dx, ix), tb = ray_param(box.max_x, ox, dx, ix);
+        if (ta > tb) {
+            const double s = ta;
+            ta = tb;
+            tb = s;
+        }
+        a = ta > a ? ta : a;
+        b = tb < b ? tb : b;
+    }
+    if (dy == 0.0f) {
+        if (oy < box.min_y || oy > box.max_y)
+            return false;
+    } else {
+        double ta = ray_param(box.min_y, oy, dy, iy), tb = ray_param(box.max_y, oy, dy, iy);
+        if (ta > tb) {
+            const double s = ta;
+            ta = tb;
+            tb = s;
+        }
+        a = ta > a ? ta : a;
+        b = tb < b ? tb : b;
+    }
+    if (!(a <= b))
+        return false;
+    *t0 = (float)a;
+    *t1 = (float)b;
+    return true;
+}
+
 bool qg_ray_box(qg_rect box, float ox, float oy, float dx, float dy, float max_t, float *t)
 {
     float t0;
@@ -80,16 +132,29 @@ static bool ray_candidate(qg_handle h, void *user)
 }
 
 /// The box of the segment between parameters a and b, widened by a hair
-/// for rounding in the points and in the entry parameters.
-static qg_rect ray_piece(const ray_ctx *r, float a, float b)
+/// for rounding in the points and in the entry parameters. In double: a
+/// parameter up to FLT_MAX times a direction up to FLT_MAX, or a far end
+/// past FLT_MAX, is exact enough there and never inf - inf. The box is
+/// clipped to +-FLT_MAX (no element reaches past it); false when nothing
+/// of it is left, so there is nothing to query.
+static bool ray_piece(const ray_ctx *r, double a, double b, qg_rect *out)
 {
-    const float ax = r->ox + a * r->dx, ay = r->oy + a * r->dy;
-    const float bx = r->ox + b * r->dx, by = r->oy + b * r->dy;
-    qg_rect q = {ax < bx ? ax : bx, ay < by ? ay : by, ax < bx ? bx : ax, ay < by ? by : ay};
-    const float ex = 1e-5f * (fabsf(ax) + fabsf(bx) + fabsf(r->ox)) + 1e-30f;
-    const float ey = 1e-5f * (fabsf(ay) + fabsf(by) + fabsf(r->oy)) + 1e-30f;
-    q.min_x -= ex, q.max_x += ex, q.min_y -= ey, q.max_y += ey;
-    return q;
+    const double ax = r->ox + a * r->dx, ay = r->oy + a * r->dy;
+    const double bx = r->ox + b * r->dx, by = r->oy + b * r->dy;
+    // An entry parameter under FLT_MIN is rounded to a multiple of
+    // FLT_TRUE_MIN: a few of them times the direction is the hair that adds.
+    const double ex = 1e-5 * (fabs(ax) + fabs(bx) + fabs((double)r->ox)) + 1e-30 + 4.0 * FLT_TRUE_MIN * fabs((double)r->dx);
+    const double ey = 1e-5 * (fabs(ay) + fabs(by) + fabs((double)r->oy)) + 1e-30 + 4.0 * FLT_TRUE_MIN * fabs((double)r->dy);
+    const double x0 = (ax < bx ? ax : bx) - ex, x1 = (ax < bx ? bx : ax) + ex;
+    const double y0 = (ay < by ? ay : by) - ey, y1 = (ay < by ? by : ay) + ey;
+    if (x0 > FLT_MAX || x1 < -FLT_MAX || y0 > FLT_MAX || y1 < -FLT_MAX)
+        return false;
+    // The widening above covers float's rounding to nearest here.
+    out->min_x = x0 < -FLT_MAX ? -FLT_MAX : (float)x0;
+    out->min_y = y0 < -FLT_MAX ? -FLT_MAX : (float)y0;
+    out->max_x = x1 > FLT_MAX ? FLT_MAX : (float)x1;
+    out->max_y = y1 > FLT_MAX ? FLT_MAX : (float)y1;
+    return true;
 }
 
 static void ray_generic(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
@@ -97,9 +162,13 @@ static void ray_generic(const qg_index *index, float ox, float oy, float dx, flo
 {
     ray_ctx r = {index, ox, oy, dx, dy, max_t, 0.0f, 0.0f, false, false, fn, user};
     qg_query_stats stats = {0, 0};
-    const float len = sqrtf(dx * dx + dy * dy);
-    if (len == 0.0f || max_t == 0.0f) {
-        // A point: every box holding the origin, at t = 0.
+    // In double: a float dx * dx underflows to 0 for |dx| under 1e-23 (the
+    // ray would be cast as a point) and overflows past 1.8e19.
+    const double len = sqrt((double)dx * dx + (double)dy * dy);
+    if (len == 0.0) {
+        // A point: every box holding the origin, at t = 0. (With max_t 0 and
+        // a direction, the slab parameters of a box beside the origin may
+        // round to 0: the piece [0, 0] below, widened, finds those.)
         r.last = true;
         query_all(index, (qg_rect){ox, oy, ox, oy}, ray_candidate, &r, &stats);
         return;
@@ -107,6 +176,8 @@ static void ray_generic(const qg_index *index, float ox, float oy, float dx, flo
     // Pieces about four typical elements long (the config says how big
     // elements are), at most 4,096 of them over the finite part; past the
     // bounds' diagonal one last piece reaches to max_t (it may be infinite).
+    // The finite part ends by FLT_MAX, so every piece's ends are floats: an
+    // entry parameter past it is inf, and the last piece owns it.
     const qg_rect b = index->config.bounds;
     float typical = index->config.element_size > 0.0f ? index->config.element_size : qg_rect_extent(b) / 64.0f;
     if (!(typical > 0.0f))
@@ -116,36 +187,42 @@ static void ray_generic(const qg_index *index, float ox, float oy, float dx, flo
     double finite = reach / len;
     if (finite > max_t)
         finite = max_t;
+    if (finite > FLT_MAX)
+        finite = FLT_MAX;
+    finite = (float)finite;
     double step = 4.0 * typical / len;
     if (finite / step > 4096.0)
         step = finite / 4096.0;
     const int32_t pieces = finite > 0.0 ? (int32_t)ceil(finite / step) : 0;
+    qg_rect q;
     for (int32_t i = 0; i < pieces && !r.stop; ++i) {
         r.lo = (float)(step * i);
         r.hi = i + 1 == pieces ? (float)finite : (float)(step * (i + 1));
         if (r.lo > r.max_t)
             return;
-        r.last = i + 1 == pieces && (float)finite >= max_t;
-        query_all(index, ray_piece(&r, r.lo, r.hi < r.max_t ? r.hi : r.max_t), ray_candidate, &r, &stats);
+        r.last = i + 1 == pieces && finite >= max_t;
+        if (ray_piece(&r, r.lo, r.hi < r.max_t ? r.hi : r.max_t, &q))
+            query_all(index, q, ray_candidate, &r, &stats);
     }
-    if (r.stop || (pieces > 0 && (float)finite >= max_t))
+    if (r.stop || (pieces > 0 && finite >= max_t))
         return;
-    // The rest, [finite, max_t]: its box may reach to infinity.
+    // The rest, [finite, max_t]: its box may reach to the float range's end.
     r.lo = pieces > 0 ? (float)finite : 0.0f;
     r.hi = r.max_t;
     r.last = true;
     if (r.lo > r.max_t)
         return;
-    qg_rect q;
     if (isinf(r.max_t)) {
-        const float inf = INFINITY;
-        const qg_rect a = ray_piece(&r, r.lo, r.lo);
-        q.min_x = dx < 0.0f ? -inf : a.min_x;
-        q.max_x = dx > 0.0f ? inf : a.max_x;
-        q.min_y = dy < 0.0f ? -inf : a.min_y;
-        q.max_y = dy > 0.0f ? inf : a.max_y;
-    } else {
-        q = ray_piece(&r, r.lo, r.max_t);
+        // A start past the float range was reached going outward on that
+        // axis, and the ray only goes farther: nothing is left to hit.
+        if (!ray_piece(&r, r.lo, r.lo, &q))
+            return;
+        q.min_x = dx < 0.0f ? -FLT_MAX : q.min_x;
+        q.max_x = dx > 0.0f ? FLT_MAX : q.max_x;
+        q.min_y = dy < 0.0f ? -FLT_MAX : q.min_y;
+        q.max_y = dy > 0.0f ? FLT_MAX : q.max_y;
+    } else if (!ray_piece(&r, r.lo, r.max_t, &q)) {
+        return;
     }
     query_all(index, q, ray_candidate, &r, &stats);
 }

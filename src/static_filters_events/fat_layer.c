@@ -22,18 +22,24 @@ typedef struct fl_range {
     int32_t x0, y0, x1, y1;
 } fl_range;
 
-static inline int32_t fl_coord(float v, double inv)
+/// The cell of coordinate v, clamped; a NaN (which no box overlaps) maps to
+/// `nan_cell`, so nothing out of range or NaN is ever converted to int and
+/// a range's width stays under 2^31 + 2 (its area fits in int64).
+static inline int32_t fl_coord(float v, double inv, double nan_cell)
 {
     double c = (double)v * inv;
-    c = c < -FL_CLAMP ? -FL_CLAMP : c > FL_CLAMP ? FL_CLAMP : c;
+    c = c < -FL_CLAMP ? -FL_CLAMP : c > FL_CLAMP ? FL_CLAMP : c == c ? c : nan_cell;
     const int32_t i = (int32_t)c; // toward zero: one less below zero
     return i - (c < (double)i);
 }
 
+/// A NaN side takes the whole clamped range (its cells are then more than
+/// the elements, and fl_search reads the level once).
 static inline fl_range fl_range_of(const qg_fat_layer *fl, qg_rect r, int level)
 {
     const double inv = fl->inv[level];
-    return (fl_range){fl_coord(r.min_x, inv), fl_coord(r.min_y, inv), fl_coord(r.max_x, inv), fl_coord(r.max_y, inv)};
+    return (fl_range){fl_coord(r.min_x, inv, -FL_CLAMP), fl_coord(r.min_y, inv, -FL_CLAMP),
+                      fl_coord(r.max_x, inv, FL_CLAMP), fl_coord(r.max_y, inv, FL_CLAMP)};
 }
 
 static inline uint32_t fl_bucket(const qg_fat_layer *fl, int32_t x, int32_t y, int level)
