@@ -141,6 +141,16 @@ int32_t qg_lg_side(double extent, double cell)
     return (int32_t)n;
 }
 
+/// Cells per world unit, at most 2^120: lg_map doubles it (and the pair
+/// search's half cells double it again) without overflow. A world so small
+/// that it asks for more is mapped as if it were wider, which the clamped
+/// border cells absorb.
+static float lg_scale(int32_t cells, double extent)
+{
+    const double s = (double)cells / extent;
+    return s < 0x1p120 ? (float)s : 0x1p120f;
+}
+
 /// Sets the mapping for the world [x0, x1] x [y0, y1] of lcols x lrows
 /// loose cells (extents in double: finite for any finite floats).
 void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t lcols, int32_t lrows)
@@ -153,10 +163,10 @@ void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t
     g->trows = (lrows + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
     g->ox = x0;
     g->oy = y0;
-    g->lsx = (float)((double)g->lcols / ex);
-    g->lsy = (float)((double)g->lrows / ey);
-    g->tsx = (float)((double)g->tcols / ex);
-    g->tsy = (float)((double)g->trows / ey);
+    g->lsx = lg_scale(g->lcols, ex);
+    g->lsy = lg_scale(g->lrows, ey);
+    g->tsx = lg_scale(g->tcols, ex);
+    g->tsy = lg_scale(g->trows, ey);
 }
 
 /// Typical element width: the configured one, or one the bounds suggest.
@@ -926,7 +936,8 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
 // the walk reaches that tight cell whenever the loose box can still
 // matter. Each element lives in one loose cell, so it is offered once.
 //
-// Rounding: lg_map computes (v - origin) * scale in float; the tight lines
+// Rounding: lg_map computes (v - origin) * scale in float (of the halves,
+// so it never overflows inside the world); the tight lines
 // are computed in double as origin + i / scale. They disagree by a few ulps
 // of |v| and |origin|, so bands and distance bounds are widened by
 // lg_hair, 1e-5 of those magnitudes.
