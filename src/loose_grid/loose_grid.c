@@ -974,6 +974,32 @@ static inline bool lg_ray_hit(qg_rect b, const qg_ray *r, float ix, float iy, fl
     return qg_ray_slabs(b, r->ox, r->oy, r->dx, r->dy, ix, iy, r->max_t, t, &t1);
 }
 
+/// lg_ray_hit for a loose box: true for every loose box holding an element
+/// box lg_ray_hit accepts at a finite t. With finite inverses the hit test
+/// is monotonic in the box. An inverse that overflowed (a direction under
+/// 1 / FLT_MAX) makes that axis's parameters infinities or NaN (0 times
+/// infinity), and there a box can fail where a box inside it passes (an
+/// edge at the origin gives NaN, which narrows nothing; a wider box's edge
+/// gives an infinity that does): such an axis keeps only the boxes not
+/// wholly behind the origin, which every element box hit at a finite t
+/// (it holds the origin's coordinate on that axis) is inside.
+static inline bool lg_ray_loose(qg_rect lb, const qg_ray *r, float ix, float iy, float *t)
+{
+    if (r->dx != 0.0f && !isfinite(ix)) {
+        if (r->dx > 0.0f ? lb.max_x < r->ox : lb.min_x > r->ox)
+            return false;
+        lb.min_x = -INFINITY;
+        lb.max_x = INFINITY;
+    }
+    if (r->dy != 0.0f && !isfinite(iy)) {
+        if (r->dy > 0.0f ? lb.max_y < r->oy : lb.min_y > r->oy)
+            return false;
+        lb.min_y = -INFINITY;
+        lb.max_y = INFINITY;
+    }
+    return lg_ray_hit(lb, r, ix, iy, t);
+}
+
 /// The loose cells linked in tight cell (tx, ty) that it owns for the ray:
 /// the ray's entry point into the loose box, clamped into it, maps to
 /// (tx, ty). Their elements are offered. False when the cast stopped.
@@ -984,9 +1010,8 @@ static bool lg_ray_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_ray *r)
         const lg_loose *c = &g->loose[g->links.data[e].element];
         const qg_rect lb = {c->l, c->t, c->r, c->b};
         float a;
-        // The hit test itself, monotonic in the box: an element hit inside
-        // the loose box is never missed for the box.
-        if (!lg_ray_hit(lb, r, ix, iy, &a))
+        // An element hit inside the loose box is never missed for the box.
+        if (!lg_ray_loose(lb, r, ix, iy, &a))
             continue;
         const float mx = a * r->dx, my = a * r->dy;
         float px = r->dx == 0.0f ? r->ox : r->ox + mx, py = r->dy == 0.0f ? r->oy : r->oy + my;
