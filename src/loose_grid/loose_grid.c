@@ -141,6 +141,16 @@ int32_t qg_lg_side(double extent, double cell)
     return (int32_t)n;
 }
 
+/// Cells per world unit, at most 2^120: lg_map doubles it (and the pair
+/// search's half cells double it again) without overflow. A world so small
+/// that it asks for more is mapped as if it were wider, which the clamped
+/// border cells absorb.
+static float lg_scale(int32_t cells, double extent)
+{
+    const double s = (double)cells / extent;
+    return s < 0x1p120 ? (float)s : 0x1p120f;
+}
+
 /// Sets the mapping for the world [x0, x1] x [y0, y1] of lcols x lrows
 /// loose cells (extents in double: finite for any finite floats).
 void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t lcols, int32_t lrows)
@@ -153,10 +163,10 @@ void qg_lg_layout(loose_grid *g, float x0, float y0, float x1, float y1, int32_t
     g->trows = (lrows + LG_TIGHT_RATIO - 1) / LG_TIGHT_RATIO;
     g->ox = x0;
     g->oy = y0;
-    g->lsx = (float)((double)g->lcols / ex);
-    g->lsy = (float)((double)g->lrows / ey);
-    g->tsx = (float)((double)g->tcols / ex);
-    g->tsy = (float)((double)g->trows / ey);
+    g->lsx = lg_scale(g->lcols, ex);
+    g->lsy = lg_scale(g->lrows, ey);
+    g->tsx = lg_scale(g->tcols, ex);
+    g->tsy = lg_scale(g->trows, ey);
 }
 
 /// Typical element width: the configured one, or one the bounds suggest.
@@ -823,7 +833,8 @@ static void loose_grid_pairs(const qg_index *index, qg_pair_fn *fn, void *user, 
 // the walk reaches that tight cell whenever the loose box can still
 // matter. Each element lives in one loose cell, so it is offered once.
 //
-// Rounding: lg_map computes (v - origin) * scale in float; the tight lines
+// Rounding: lg_map computes (v - origin) * scale in float (of the halves,
+// so it never overflows inside the world); the tight lines
 // are computed in double as origin + i / scale. They disagree by a few ulps
 // of |v| and |origin|, so bands and distance bounds are widened by
 // lg_hair, 1e-5 of those magnitudes.
@@ -860,6 +871,32 @@ static inline bool lg_ray_hit(qg_rect b, const qg_ray *r, float ix, float iy, fl
     return qg_ray_slabs(b, r->ox, r->oy, r->dx, r->dy, ix, iy, r->max_t, t, &t1);
 }
 
+/// lg_ray_hit for a loose box: true for every loose box holding an element
+/// box lg_ray_hit accepts at a finite t. With finite inverses the hit test
+/// is monotonic in the box. An inverse that overflowed (a direction under
+/// 1 / FLT_MAX) makes that axis's parameters infinities or NaN (0 times
+/// infinity), and there a box can fail where a box inside it passes (an
+/// edge at the origin gives NaN, which narrows nothing; a wider box's edge
+/// gives an infinity that does): such an axis keeps only the boxes not
+/// wholly behind the origin, which every element box hit at a finite t
+/// (it holds the origin's coordinate on that axis) is inside.
+static inline bool lg_ray_loose(qg_rect lb, const qg_ray *r, float ix, float iy, float *t)
+{
+    if (r->dx != 0.0f && !isfinite(ix)) {
+        if (r->dx > 0.0f ? lb.max_x < r->ox : lb.min_x > r->ox)
+            return false;
+        lb.min_x = -INFINITY;
+        lb.max_x = INFINITY;
+    }
+    if (r->dy != 0.0f && !isfinite(iy)) {
+        if (r->dy > 0.0f ? lb.max_y < r->oy : lb.min_y > r->oy)
+            return false;
+        lb.min_y = -INFINITY;
+        lb.max_y = INFINITY;
+    }
+    return lg_ray_hit(lb, r, ix, iy, t);
+}
+
 /// The loose cells linked in tight cell (tx, ty) that it owns for the ray:
 /// the ray's entry point into the loose box, clamped into it, maps to
 /// (tx, ty). Their elements are offered. False when the cast stopped.
@@ -870,9 +907,8 @@ static bool lg_ray_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_ray *r)
         const lg_loose *c = &g->loose[g->links.data[e].element];
         const qg_rect lb = {c->l, c->t, c->r, c->b};
         float a;
-        // The hit test itself, monotonic in the box: an element hit inside
-        // the loose box is never missed for the box.
-        if (!lg_ray_hit(lb, r, ix, iy, &a))
+        // An element hit inside the loose box is never missed for the box.
+        if (!lg_ray_loose(lb, r, ix, iy, &a))
             continue;
         const float mx = a * r->dx, my = a * r->dy;
         float px = r->dx == 0.0f ? r->ox : r->ox + mx, py = r->dy == 0.0f ? r->oy : r->oy + my;

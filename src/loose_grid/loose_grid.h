@@ -214,9 +214,17 @@ typedef struct loose_grid {
 static const lg_loose lg_empty = {-1, INFINITY, INFINITY, -INFINITY, -INFINITY};
 
 /// Cell of v along an axis, clamped into [0, last]. Monotonic in v.
+///
+/// The difference is taken of the halves: v - origin passes FLT_MAX in a
+/// world wider than FLT_MAX (bounds of +-FLT_MAX), and its infinity would
+/// put half the world in the last cell, where the walks of the ray casts and
+/// nearest searches (world lines in double) do not look for it. Halving is
+/// exact and commutes with rounding, so below overflow and outside the
+/// subnormals this is (v - origin) * scale bit for bit; 2 * scale is exact
+/// (qg_lg_layout keeps scales at most 2^120).
 static inline int32_t lg_map(float v, float origin, float scale, int32_t last)
 {
-    const float f = (v - origin) * scale;
+    const float f = (0.5f * v - 0.5f * origin) * (2.0f * scale);
     if (!(f > 0.0f))
         return 0;
     if (f >= (float)last)
@@ -241,7 +249,9 @@ static inline lg_range lg_range_of(const loose_grid *g, float l, float t, float 
     if (!(l <= r))
         return (lg_range){0, 0, -1, -1};
 #if defined(QV_HAVE)
-    qv_f32 f = ((qv_f32){l, t, r, b} - (qv_f32){g->ox, g->oy, g->ox, g->oy}) * (qv_f32){g->tsx, g->tsy, g->tsx, g->tsy};
+    // lg_map's halves, four at once.
+    const float hx = 0.5f * g->ox, hy = 0.5f * g->oy, sx = 2.0f * g->tsx, sy = 2.0f * g->tsy;
+    qv_f32 f = ((qv_f32){l, t, r, b} * qv_splat(0.5f) - (qv_f32){hx, hy, hx, hy}) * (qv_f32){sx, sy, sx, sy};
     const float lx = (float)(g->tcols - 1), ly = (float)(g->trows - 1);
     f = qv_min(qv_max(f, qv_splat(0.0f)), (qv_f32){lx, ly, lx, ly});
     int32_t out[4];

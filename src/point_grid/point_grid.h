@@ -219,6 +219,8 @@ typedef struct pg_level {
     float gmaxf_x, gmaxf_y; ///< the same as floats (exact: below 2^24)
     float ox, oy;           ///< world origin
     float sx, sy;           ///< quanta per world unit
+    float hx, hy;           ///< half the origin, and
+    float s2x, s2y;         ///< twice the scale: what pg_map computes with
     float cell;             ///< the cell size asked for (4^k times level 0's)
     float bound;            ///< largest width and height of this level
     float pad;              ///< bound, rounded up (see pg_widen)
@@ -270,12 +272,21 @@ typedef struct pg_point {
     int32_t x, y; ///< fixed-point grid coordinates
 } pg_point;
 
-/// Fixed-point coordinate of v, clamped into [0, gmax]. Monotonic in v (the
-/// subtraction and product round monotonically, overflow to infinity
-/// included), so a point inside a range maps inside the mapped range.
-static inline int32_t pg_map(float v, float origin, float scale, float gmax)
+/// Fixed-point coordinate of v, clamped into [0, gmax]: (v - origin) *
+/// scale, given as half the origin and twice the scale (the level's hx, s2x
+/// or hy, s2y). Monotonic in v (the subtraction and product round
+/// monotonically, overflow to infinity included), so a point inside a range
+/// maps inside the mapped range.
+///
+/// The difference is taken of the halves: v - origin passes FLT_MAX in a
+/// world wider than FLT_MAX (bounds of +-FLT_MAX), and its infinity would
+/// clamp half the world onto the last row or column, where the ray casts
+/// and nearest searches (world lines in double) do not look for it. Halving
+/// is exact and commutes with rounding, so outside the subnormals this is
+/// (v - origin) * scale bit for bit.
+static inline int32_t pg_map(float v, float half_origin, float twice_scale, float gmax)
 {
-    float f = (v - origin) * scale;
+    float f = (0.5f * v - half_origin) * twice_scale;
     f = f > 0.0f ? f : 0.0f; // NaN (0 times infinity) maps to 0
     f = f < gmax ? f : gmax;
     return (int32_t)f;
@@ -283,7 +294,7 @@ static inline int32_t pg_map(float v, float origin, float scale, float gmax)
 
 static inline pg_point pg_point_of(const pg_level *L, float x, float y)
 {
-    return (pg_point){pg_map(x, L->ox, L->sx, L->gmaxf_x), pg_map(y, L->oy, L->sy, L->gmaxf_y)};
+    return (pg_point){pg_map(x, L->hx, L->s2x, L->gmaxf_x), pg_map(y, L->hy, L->s2y, L->gmaxf_y)};
 }
 
 static inline pg_point pg_box_point(const pg_level *L, qg_rect b)
@@ -296,8 +307,8 @@ static inline pg_point pg_box_point(const pg_level *L, qg_rect b)
 static inline void pg_point_pair(const pg_level *L, qg_rect a, qg_rect b, pg_point *pa, pg_point *pb)
 {
 #if defined(QV_HAVE)
-    qv_f32 f = ((qv_f32){a.min_x, a.min_y, b.min_x, b.min_y} - (qv_f32){L->ox, L->oy, L->ox, L->oy}) *
-               (qv_f32){L->sx, L->sy, L->sx, L->sy};
+    qv_f32 f = ((qv_f32){a.min_x, a.min_y, b.min_x, b.min_y} * qv_splat(0.5f) - (qv_f32){L->hx, L->hy, L->hx, L->hy}) *
+               (qv_f32){L->s2x, L->s2y, L->s2x, L->s2y};
     f = qv_min(qv_max(f, qv_splat(0.0f)), (qv_f32){L->gmaxf_x, L->gmaxf_y, L->gmaxf_x, L->gmaxf_y});
     int32_t out[4];
     qv_store_i32(out, qv_trunc(f));

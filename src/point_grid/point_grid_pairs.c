@@ -253,7 +253,7 @@ static int32_t pg_sched_limit(const pg_level *B, const pg_level *K, int32_t R)
     if (!(y < (double)FLT_MAX))
         return INT32_MAX;
     const float yf = y > -(double)FLT_MAX ? (float)y : -FLT_MAX;
-    return ((pg_map(yf, B->oy, B->sy, B->gmaxf_y) + PG_M) >> PG_QBITS) + 1;
+    return ((pg_map(yf, B->hy, B->s2y, B->gmaxf_y) + PG_M) >> PG_QBITS) + 1;
 }
 
 /// The first row of level K whose limit in B is at least r: where the part

@@ -372,8 +372,8 @@ static bool pg_ray_plan_row(const pg_level *L, const qg_ray *r, int32_t cy, pg_r
     }
     const float xlo = xa < xb ? xa : xb, xhi = xa < xb ? xb : xa;
     const float xh = pg_hair(xlo, xhi) + pg_hair(r->ox, 0.0f);
-    const int32_t qx0 = pg_map(pg_widen(L, xlo) - xh, L->ox, L->sx, L->gmaxf_x);
-    const int32_t qx1 = pg_map(xhi + xh, L->ox, L->sx, L->gmaxf_x);
+    const int32_t qx0 = pg_map(pg_widen(L, xlo) - xh, L->hx, L->s2x, L->gmaxf_x);
+    const int32_t qx1 = pg_map(xhi + xh, L->hx, L->s2x, L->gmaxf_x);
     out->cy = cy;
     out->cx0 = qx0 > PG_M ? (qx0 - PG_M) >> PG_QBITS : 0;
     out->cx1 = (qx1 + PG_M) >> PG_QBITS;
@@ -405,8 +405,8 @@ static bool pg_ray_level(const pg_level *L, const qg_rect *boxes, qg_ray *r)
     const float ya = r->oy, yb = r->dy == 0.0f ? r->oy : r->oy + r->max_t * r->dy;
     const float ylo = (ya < yb ? ya : yb), yhi = (ya < yb ? yb : ya);
     const float yh = pg_hair(ylo, yhi);
-    const int32_t qy0 = pg_map(pg_widen(L, ylo) - yh, L->oy, L->sy, L->gmaxf_y);
-    const int32_t qy1 = pg_map(yhi + yh, L->oy, L->sy, L->gmaxf_y);
+    const int32_t qy0 = pg_map(pg_widen(L, ylo) - yh, L->hy, L->s2y, L->gmaxf_y);
+    const int32_t qy1 = pg_map(yhi + yh, L->hy, L->s2y, L->gmaxf_y);
     int32_t ry0 = qy0 > PG_M ? (qy0 - PG_M) >> PG_QBITS : 0, ry1 = (qy1 + PG_M) >> PG_QBITS;
     if (ry1 >= L->rows)
         ry1 = L->rows - 1;

@@ -96,6 +96,13 @@ static void pg_set_world(pg_level *L, pg_world w)
     L->oy = (float)w.y0;
     L->sx = pg_scale(L->cols, w.ex);
     L->sy = pg_scale(L->rows, w.ey);
+    // pg_map's form: the halving is exact but for a subnormal origin, whose
+    // rounding (2^-150) the queries' hairs (two quanta) cover; the scale is
+    // at most 2^120, so its double is exact.
+    L->hx = 0.5f * L->ox;
+    L->hy = 0.5f * L->oy;
+    L->s2x = 2.0f * L->sx;
+    L->s2y = 2.0f * L->sy;
     // Half a cell (64 quanta) leaves 32 quanta for the margin and over 30
     // for rounding before a point could pass a neighbour of its home.
     L->near_x = (float)(PG_Q / 2) / L->sx;
