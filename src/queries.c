@@ -286,6 +286,7 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
 {
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_d2, handles);
+    c.once = true; // the kind's query and the engine's report each element once
     float r = index->config.element_size > 0.0f ? 2.0f * index->config.element_size
                                                  : qg_rect_extent(index->config.bounds) / 64.0f;
     if (!(r > 0.0f))
@@ -298,16 +299,19 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
         qg_query_stats stats = {0, 0};
         const qg_rect area = {x - r, y - r, x + r, y + r};
         query_all(index, area, near_candidate, &q, &stats);
-        // Done when nothing outside the square can be nearer than what is
-        // held: the square holds every element (or every one within
-        // max_distance), or k elements all inside its inscribed circle.
-        // 0.99: rounding in the squares must not let an outside box tie.
-        // In double: past r ~ 1.8e19 the float square is infinite, and an
-        // element whose distance2 overflows to infinity (within an infinite
-        // max_distance2) would be judged inside a circle it is not in.
-        const double safe = 0.99 * (double)r, safe2 = safe * safe;
-        if (q.seen == qg_live_count(index) || isinf(r) || (double)max_d2 <= safe2 ||
-            (c.n == k && (double)qg_near_bound(&c) < safe2))
+        // Done when nothing outside the square can enter: the square holds
+        // every element, or an element outside it, whose gap to the point
+        // is past the square's on some axis, has a distance2 (as the float
+        // formula rounds it) past the bound: max_distance2 or the k-th
+        // best held, strictly, as a tie may still win on its handle. The
+        // bound on the formula is taken in float (qg_near_floor2): in a
+        // subnormal world every distance2 underflows to 0 and ties, however
+        // far the square reaches in exact terms.
+        if (q.seen == qg_live_count(index) || isinf(r))
+            break;
+        const double gap = fmin(fmin((double)area.max_x - x, (double)x - area.min_x),
+                                fmin((double)area.max_y - y, (double)y - area.min_y));
+        if (qg_near_floor2(gap) > qg_near_bound(&c))
             break;
         r *= 4.0f;
     }

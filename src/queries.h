@@ -206,6 +206,28 @@ static inline float qg_near_bound(const qg_near *c)
     return c->worst;
 }
 
+/// A floor, as qg_point_box_d2_fast rounds it, of the distance2 of every
+/// box whose gap to the point on one axis is at least `gap` (exactly; a
+/// gap computed in double may be taken with its rounding, which the
+/// relative hair here covers). The float formula rounds the gap and its
+/// square, monotonically, so a float gap g <= the exact gap gives
+/// g * g <= the box's distance2. A pruning test compares this with the
+/// bound (strictly greater: a tie may still win on its handle); in double
+/// a subnormal world's gaps square to tiny positive numbers while the
+/// formula gives 0 for every box, and near FLT_MAX a double square past
+/// the bound may still round to it in float.
+static inline float qg_near_floor2(double gap)
+{
+    gap -= 1e-15 * gap;
+    if (!(gap > 0.0))
+        return 0.0f;
+    float g = (float)gap;
+    if ((double)g > gap)
+        g = nextafterf(g, 0.0f);
+    const float sq = g * g;
+    return sq;
+}
+
 /// Implementation of qg_near_offer (out of line in queries.c).
 void qg_near_push(qg_near *c, qg_handle h, float d);
 
