@@ -191,6 +191,13 @@ static void near_sift_down(qg_near *c, int32_t i, qg_handle h, float d)
         c->d2[i] = d;
 }
 
+/// Makes the c->n held a max-heap (bottom up).
+static void near_heapify(qg_near *c)
+{
+    for (int32_t i = c->n / 2 - 1; i >= 0; --i)
+        near_sift_down(c, i, c->heap[i], qg_near_dist(c, i));
+}
+
 /// The worst held, once k are held.
 static inline void near_note_worst(qg_near *c)
 {
@@ -232,21 +239,29 @@ void qg_near_push(qg_near *c, qg_handle h, float d)
         near_note_worst(c);
         return;
     }
-    const bool cached = c->k <= QG_NEAR_CACHE;
-    int32_t i = c->n++;
-    while (i > 0) {
-        const int32_t p = (i - 1) / 2;
-        if (!qg_near_before(qg_near_dist(c, p), c->heap[p], d, h))
-            break;
-        c->heap[i] = c->heap[p];
-        if (cached)
-            c->d2[i] = c->d2[p];
-        i = p;
-    }
+    // Appended until k are held, then made a heap at once (linear).
+    const int32_t i = c->n++;
     c->heap[i] = h;
-    if (cached)
+    if (c->k <= QG_NEAR_CACHE)
         c->d2[i] = d;
-    near_note_worst(c);
+    if (c->n == c->k) {
+        near_heapify(c);
+        near_note_worst(c);
+    }
+}
+
+void qg_near_scan(qg_near *c)
+{
+    const qg_index *index = c->index;
+    c->n = 0;
+    c->worst = c->max_d2;
+    c->worst_h = -1;
+    c->once = true;
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        const qg_rect b = index->boxes[h];
+        if (!isnan(b.min_x))
+            qg_near_offer(c, h, qg_point_box_d2_fast(b, c->x, c->y));
+    }
 }
 
 int32_t qg_near_finish(qg_near *c)
@@ -254,6 +269,8 @@ int32_t qg_near_finish(qg_near *c)
     if (c->k <= QG_NEAR_SORTED)
         return c->n; // kept sorted
     // Heap sort in place: the worst held goes to the end, one at a time.
+    if (c->n < c->k)
+        near_heapify(c);
     const int32_t found = c->n;
     while (c->n > 1) {
         const int32_t last = c->n - 1;

@@ -157,7 +157,9 @@ static inline qg_rect qg_ray_widen(qg_rect cell, float margin)
 #define QG_NEAR_SORTED 16
 
 /// The k best so far, in the caller's handles array: sorted ascending by
-/// (distance2, handle) for small k, else a max-heap with the worst on top.
+/// (distance2, handle) for small k, else, once k are held, a max-heap with
+/// the worst on top (before that, in the order offered: a walk offers near
+/// elements first, and each would sift up the whole heap).
 /// The worst held is kept beside them, so the bound costs a load. Offering
 /// the same element twice is harmless (see qg_near_offer), so kinds that
 /// list an element in several cells need no visited set.
@@ -227,6 +229,33 @@ static inline float qg_near_floor2(double gap)
     const float sq = g * g;
     return sq;
 }
+
+/// qg_near_floor2 of a box at gaps (gx, gy) on both axes: the formula
+/// sums the two rounded squares, and rounding the sum is monotonic too.
+static inline float qg_near_floor2_xy(double gx, double gy)
+{
+    const float sx = qg_near_floor2(gx), sy = qg_near_floor2(gy);
+    return sx + sy;
+}
+
+/// The work a search may spend walking cells or nodes (one a cell or node
+/// looked at, one an element listed there) before one pass over every box
+/// is cheaper: a few times brute force's, whatever the world looks like.
+static inline int64_t qg_near_budget(const qg_index *index)
+{
+    return 2 * (int64_t)index->box_high + 256;
+}
+
+/// Every element the index holds is held: nothing can improve (k at or
+/// past the count). Only for a kind that offers each element once.
+static inline bool qg_near_all(const qg_near *c)
+{
+    return c->n == qg_live_count(c->index);
+}
+
+/// Starts over with one pass over every live box, each offered once: the
+/// answer of a walk that spent its budget (qg_near_budget).
+void qg_near_scan(qg_near *c);
 
 /// Implementation of qg_near_offer (out of line in queries.c).
 void qg_near_push(qg_near *c, qg_handle h, float d);

@@ -254,14 +254,31 @@ static inline void gr_raycast(const gr_grid *g, const qg_index *index, qg_ray *r
     gr_ray_flush(g, batch, n, boxes, r);
 }
 
-/// Offers every element of wrapped cell x of `row` (an element listed in
-/// several cells may be offered several times: harmless).
-static inline void gr_near_cell(const gr_row *row, int32_t x, const qg_rect *boxes, qg_near *c)
+/// Offers the elements of wrapped cell x of `row`, visited as unwrapped
+/// cell (ux, uy), that this cell reports: those whose box's point Q nearest
+/// the query maps to (ux, uy). Q lies in the box, so (gr_map being
+/// monotonic) its unwrapped cell is in the box's range, in the reach, and
+/// lists it; Q's cell is no farther than the element, so the walk visits
+/// it while the element can still enter: each element is offered once,
+/// with no visited set, however many cells list it. The test runs only for
+/// an element the bound lets in. Returns the nodes walked.
+static inline int32_t gr_near_cell(const gr_grid *g, const gr_row *row, int32_t x, int32_t ux, int32_t uy,
+                                   const qg_rect *boxes, qg_near *c)
 {
-    for (int32_t e = row->cells[x]; e >= 0; e = row->nodes[e].next) {
+    int32_t walked = 0;
+    for (int32_t e = row->cells[x]; e >= 0; e = row->nodes[e].next, ++walked) {
         const qg_handle h = row->nodes[e].element;
-        qg_near_offer(c, h, qg_point_box_d2_fast(boxes[h], c->x, c->y));
+        const qg_rect b = boxes[h];
+        const float d = qg_point_box_d2_fast(b, c->x, c->y);
+        if (!(d <= c->max_d2) || (c->n == c->k && !qg_near_before(d, h, c->worst, c->worst_h)))
+            continue;
+        const float qx = c->x < b.min_x ? b.min_x : (c->x > b.max_x ? b.max_x : c->x);
+        const float qy = c->y < b.min_y ? b.min_y : (c->y > b.max_y ? b.max_y : c->y);
+        if (gr_map(qx, g->inv, g->org[0]) != ux || gr_map(qy, g->inv, g->org[1]) != uy)
+            continue;
+        qg_near_push(c, h, d);
     }
+    return walked;
 }
 
 /// Offers the elements of the batch's cells, their boxes prefetched first
@@ -269,7 +286,8 @@ static inline void gr_near_cell(const gr_row *row, int32_t x, const qg_rect *box
 /// The cells go nearest first (te holds their widened box's distance2):
 /// the heap then fills with near elements early, later offers are refused
 /// at the first comparison, and a cell past the bound ends the batch.
-static inline int gr_near_flush(gr_ray_cellref *batch, int n, const qg_rect *boxes, qg_near *c)
+static inline int gr_near_flush(const gr_grid *g, gr_ray_cellref *batch, int n, const qg_rect *boxes, qg_near *c,
+                                int64_t *work)
 {
     gr_prefetch_lists(batch, n, boxes);
     for (int a = 1; a < n; ++a) { // insertion sort: at most GR_RAY_BATCH cells
@@ -282,7 +300,7 @@ static inline int gr_near_flush(gr_ray_cellref *batch, int n, const qg_rect *box
     for (int i = 0; i < n; ++i) {
         if (batch[i].te > (double)qg_near_bound(c))
             break;
-        gr_near_cell(batch[i].row, batch[i].x, boxes, c);
+        *work += gr_near_cell(g, batch[i].row, batch[i].x, batch[i].ux, batch[i].uy, boxes, c);
     }
     return 0;
 }
@@ -292,7 +310,7 @@ static inline int gr_near_flush(gr_ray_cellref *batch, int n, const qg_rect *box
 /// enter has its nearest point in a cell no farther than that, and is
 /// listed there. Flushes a full batch.
 static inline void gr_near_visit(const gr_grid *g, int64_t ux, int64_t uy, const qg_rect *boxes, qg_near *c,
-                                 gr_ray_cellref *batch, int *n)
+                                 gr_ray_cellref *batch, int *n, int64_t *work)
 {
     const gr_row *row = &g->rows[uy & g->my];
     const int32_t x = (int32_t)(ux & g->mx);
@@ -307,14 +325,14 @@ static inline void gr_near_visit(const gr_grid *g, int64_t ux, int64_t uy, const
         ex = 0.0;
     if (uy <= -(int64_t)GR_REACH || uy >= (int64_t)GR_REACH)
         ey = 0.0;
-    ex = ex > 0.0 ? ex : 0.0;
-    ey = ey > 0.0 ? ey : 0.0;
-    const double d2 = ex * ex + ey * ey;
-    if (d2 > (double)qg_near_bound(c))
+    // The floor of the formula's rounding (a subnormal world's distances2
+    // underflow to ties at 0: a double square would prune those ties).
+    const float d2 = qg_near_floor2_xy(ex, ey);
+    if (d2 > qg_near_bound(c))
         return;
     batch[(*n)++] = (gr_ray_cellref){row, x, (int32_t)ux, (int32_t)uy, d2};
     if (*n == GR_RAY_BATCH)
-        *n = gr_near_flush(batch, *n, boxes, c);
+        *n = gr_near_flush(g, batch, *n, boxes, c, work);
 }
 
 /// qg_nearest for both grids: the wide list, then rings of unwrapped cells
@@ -330,6 +348,7 @@ static inline int32_t gr_nearest(const gr_grid *g, const qg_index *index, float 
     const qg_rect *boxes = index->boxes;
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_d2, handles);
+    c.once = true; // each element from one cell only (gr_near_cell)
     for (int32_t i = 0; i < g->wide_count; ++i)
         qg_near_offer(&c, g->wide[i], qg_point_box_d2_fast(boxes[g->wide[i]], x, y));
     const gr_ibox re = g->reach;
@@ -342,8 +361,10 @@ static inline int32_t gr_nearest(const gr_grid *g, const qg_index *index, float 
     r0 = qx - re.x1 > r0 ? qx - re.x1 : r0;
     r0 = re.y0 - qy > r0 ? re.y0 - qy : r0;
     r0 = qy - re.y1 > r0 ? qy - re.y1 : r0;
-    const int64_t budget = (int64_t)g->cols * g->nrows;
-    int64_t seen = 0;
+    // Past the budget (rings over a sparse or skewed reach, long boxes
+    // listed in thousands of cells), one pass over every box finishes.
+    const int64_t budget = qg_near_budget(index) + g->wide_count;
+    int64_t seen = g->wide_count;
     gr_ray_cellref batch[GR_RAY_BATCH];
     int n = 0;
     for (int64_t r = r0;; ++r) {
@@ -373,7 +394,7 @@ static inline int32_t gr_nearest(const gr_grid *g, const qg_index *index, float 
                 lo = fmin(lo, e - y - gr_hair(g, fabs(e) + fabs(y), g->org[1]));
                 more = true;
             }
-            if (!more || (lo > 0.0 && lo * lo > (double)qg_near_bound(&c)))
+            if (!more || qg_near_floor2(lo) > qg_near_bound(&c) || qg_near_all(&c))
                 break;
         }
         // The ring's cells inside the reach: rows qy - r and qy + r, then
@@ -385,34 +406,28 @@ static inline int32_t gr_nearest(const gr_grid *g, const qg_index *index, float 
         const int64_t w = bx >= ax ? bx - ax + 1 : 0, hgt = by >= ay ? by - ay + 1 : 0;
         seen += 1 + (bottom + top) * w + (left + right) * hgt; // a ring costs a step even where the reach is thin
         if (seen > budget) {
-            for (int32_t yy = 0; yy < g->nrows; ++yy) {
-                const gr_row *row = &g->rows[yy];
-                if (row->cells == NULL || row->live == 0)
-                    continue;
-                for (int32_t xx = 0; xx < g->cols; ++xx)
-                    gr_near_cell(row, xx, boxes, &c);
-            }
-            break;
+            qg_near_scan(&c);
+            return qg_near_finish(&c);
         }
         for (int64_t ux = ax; ux <= bx; ++ux) {
             if (bottom)
-                gr_near_visit(g, ux, qy - r, boxes, &c, batch, &n);
+                gr_near_visit(g, ux, qy - r, boxes, &c, batch, &n, &seen);
             if (top)
-                gr_near_visit(g, ux, qy + r, boxes, &c, batch, &n);
+                gr_near_visit(g, ux, qy + r, boxes, &c, batch, &n, &seen);
         }
         for (int64_t uy = ay; uy <= by; ++uy) {
             if (left)
-                gr_near_visit(g, qx - r, uy, boxes, &c, batch, &n);
+                gr_near_visit(g, qx - r, uy, boxes, &c, batch, &n, &seen);
             if (right)
-                gr_near_visit(g, qx + r, uy, boxes, &c, batch, &n);
+                gr_near_visit(g, qx + r, uy, boxes, &c, batch, &n, &seen);
         }
         // The next ring's bound needs this ring's offers; the first ring
         // (mostly the point's own cell, too few elements to fill the heap)
         // shares its batch with the next.
         if (r > r0)
-            n = gr_near_flush(batch, n, boxes, &c);
+            n = gr_near_flush(g, batch, n, boxes, &c, &seen);
     }
-    (void)gr_near_flush(batch, n, boxes, &c);
+    (void)gr_near_flush(g, batch, n, boxes, &c, &seen);
     return qg_near_finish(&c);
 }
 
