@@ -744,6 +744,7 @@ static int32_t bucket_quadtree_nearest(const qg_index *index, float x, float y, 
     const qg_tree_frame f = qg_tree_frame_make(&bq->world, BQ_SIDE, 0.0f);
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    c.once = true; // each element is listed in one node or cell
     // Each pop pushes at most 5: its own bucket and 4 children.
     qg_tree_pending stack[4 * (BQ_BITS + 2)];
     int top = 0;

@@ -632,6 +632,7 @@ static int32_t level_quadtree_nearest(const qg_index *index, float x, float y, i
     const qg_tree_frame f = qg_tree_frame_make(&lv->world, 1 << lv->depth, 0.0f);
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    c.once = true; // each element is listed in one node or cell
     // Each pop pushes at most 5: its own elements and 4 children.
     qg_tree_pending stack[4 * (LV_MAX_DEPTH + 2)];
     int top = 0;

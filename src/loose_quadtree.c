@@ -918,6 +918,7 @@ static int32_t loose_quadtree_nearest(const qg_index *index, float x, float y, i
     const loose_quadtree *lq = (const loose_quadtree *)index;
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    c.once = true; // each element is listed in one node or cell
     qg_tree_pending stack[LQ_STACK];
     int top = 0;
     if (lq_empty(&lq->nodes[0]))

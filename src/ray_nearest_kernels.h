@@ -172,7 +172,9 @@ static inline qg_rect qg_ray_widen(qg_rect cell, float margin)
 #define QG_NEAR_SORTED 16
 
 /// The k best so far, in the caller's handles array: sorted ascending by
-/// (distance2, handle) for small k, else a max-heap with the worst on top.
+/// (distance2, handle) for small k, else, once k are held, a max-heap with
+/// the worst on top (before that, in the order offered: a walk offers near
+/// elements first, and each would sift up the whole heap).
 /// The worst held is kept beside them, so the bound costs a load. Offering
 /// the same element twice is harmless (see qg_near_offer), so kinds that
 /// list an element in several cells need no visited set.
@@ -232,7 +234,58 @@ static inline float qg_near_bound(const qg_near *c)
     return c->worst;
 }
 
-/// Implementation of qg_near_offer (out of line in rays_nearest.c).
+/// A floor, as qg_point_box_d2_fast rounds it, of the distance2 of every
+/// box whose gap to the point on one axis is at least `gap` (exactly; a
+/// gap computed in double may be taken with its rounding, which the
+/// relative hair here covers). The float formula rounds the gap and its
+/// square, monotonically, so a float gap g <= the exact gap gives
+/// g * g <= the box's distance2. A pruning test compares this with the
+/// bound (strictly greater: a tie may still win on its handle); in double
+/// a subnormal world's gaps square to tiny positive numbers while the
+/// formula gives 0 for every box, and near FLT_MAX a double square past
+/// the bound may still round to it in float.
+static inline float qg_near_floor2(double gap)
+{
+    gap -= 1e-15 * gap;
+    if (!(gap > 0.0))
+        return 0.0f;
+    float g = (float)gap;
+    if ((double)g > gap)
+        g = nextafterf(g, 0.0f);
+    const float sq = g * g;
+    return sq;
+}
+
+/// qg_near_floor2 of a box at gaps (gx, gy) on both axes: the formula
+/// sums the two rounded squares, and rounding the sum is monotonic too.
+static inline float qg_near_floor2_xy(double gx, double gy)
+{
+    const float sx = qg_near_floor2(gx), sy = qg_near_floor2(gy);
+    return sx + sy;
+}
+
+/// The work a search may spend walking cells or nodes (one a cell or node
+/// looked at, one an element listed there) before one pass over every box
+/// is cheaper: a few times brute force's, whatever the world looks like.
+static inline int64_t qg_near_budget(const qg_index *index)
+{
+    return 2 * (int64_t)index->box_high + 256;
+}
+
+/// Every element the index holds is held: nothing can improve (k at or
+/// past the count). Only for a kind's own search, which offers each element
+/// once and runs only while the engine's layers hold none (so the kind's
+/// count is every live element).
+static inline bool qg_near_all(const qg_near *c)
+{
+    return c->n == c->index->count;
+}
+
+/// Starts over with one pass over every live box, each offered once: the
+/// answer of a walk that spent its budget (qg_near_budget).
+void qg_near_scan(qg_near *c);
+
+/// Implementation of qg_near_offer (out of line in ray_nearest_kernels.c).
 void qg_near_push(qg_near *c, qg_handle h, float d);
 
 /// Offers element h at distance2 d, which must be qg_point_box_d2_fast of

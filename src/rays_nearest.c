@@ -268,6 +268,13 @@ static void near_sift_down(qg_near *c, int32_t i, qg_handle h, float d)
         c->d2[i] = d;
 }
 
+/// Makes the c->n held a max-heap (bottom up).
+static void near_heapify(qg_near *c)
+{
+    for (int32_t i = c->n / 2 - 1; i >= 0; --i)
+        near_sift_down(c, i, c->heap[i], qg_near_dist(c, i));
+}
+
 /// The worst held, once k are held.
 static inline void near_note_worst(qg_near *c)
 {
@@ -309,21 +316,29 @@ void qg_near_push(qg_near *c, qg_handle h, float d)
         near_note_worst(c);
         return;
     }
-    const bool cached = c->k <= QG_NEAR_CACHE;
-    int32_t i = c->n++;
-    while (i > 0) {
-        const int32_t p = (i - 1) / 2;
-        if (!qg_near_before(qg_near_dist(c, p), c->heap[p], d, h))
-            break;
-        c->heap[i] = c->heap[p];
-        if (cached)
-            c->d2[i] = c->d2[p];
-        i = p;
-    }
+    // Appended until k are held, then made a heap at once (linear).
+    const int32_t i = c->n++;
     c->heap[i] = h;
-    if (cached)
+    if (c->k <= QG_NEAR_CACHE)
         c->d2[i] = d;
-    near_note_worst(c);
+    if (c->n == c->k) {
+        near_heapify(c);
+        near_note_worst(c);
+    }
+}
+
+void qg_near_scan(qg_near *c)
+{
+    const qg_index *index = c->index;
+    c->n = 0;
+    c->worst = c->max_d2;
+    c->worst_h = -1;
+    c->once = true;
+    for (qg_handle h = 0; h < index->box_high; ++h) {
+        const qg_rect b = index->boxes[h];
+        if (!isnan(b.min_x))
+            qg_near_offer(c, h, qg_point_box_d2_fast(b, c->x, c->y));
+    }
 }
 
 int32_t qg_near_finish(qg_near *c)
@@ -331,6 +346,8 @@ int32_t qg_near_finish(qg_near *c)
     if (c->k <= QG_NEAR_SORTED)
         return c->n; // kept sorted
     // Heap sort in place: the worst held goes to the end, one at a time.
+    if (c->n < c->k)
+        near_heapify(c);
     const int32_t found = c->n;
     while (c->n > 1) {
         const int32_t last = c->n - 1;
@@ -364,6 +381,7 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_d2, handles);
     c.box = qg_element_box; // the engine's layers hold elements too
+    c.once = true; // the kind's query and the engine's report each element once
     float r = index->config.element_size > 0.0f ? 2.0f * index->config.element_size
                                                  : qg_rect_extent(index->config.bounds) / 64.0f;
     if (!(r > 0.0f))
@@ -376,16 +394,19 @@ static int32_t nearest_generic(const qg_index *index, float x, float y, int32_t 
         qg_query_stats stats = {0, 0};
         const qg_rect area = {x - r, y - r, x + r, y + r};
         query_all(index, area, near_candidate, &q, &stats);
-        // Done when nothing outside the square can be nearer than what is
-        // held: the square holds every element (or every one within
-        // max_distance), or k elements all inside its inscribed circle.
-        // 0.99: rounding in the squares must not let an outside box tie.
-        // In double: past r ~ 1.8e19 the float square is infinite, and an
-        // element whose distance2 overflows to infinity (within an infinite
-        // max_distance2) would be judged inside a circle it is not in.
-        const double safe = 0.99 * (double)r, safe2 = safe * safe;
-        if (q.seen == qg_live_count(index) || isinf(r) || (double)max_d2 <= safe2 ||
-            (c.n == k && (double)qg_near_bound(&c) < safe2))
+        // Done when nothing outside the square can enter: the square holds
+        // every element, or an element outside it, whose gap to the point
+        // is past the square's on some axis, has a distance2 (as the float
+        // formula rounds it) past the bound: max_distance2 or the k-th
+        // best held, strictly, as a tie may still win on its handle. The
+        // bound on the formula is taken in float (qg_near_floor2): in a
+        // subnormal world every distance2 underflows to 0 and ties, however
+        // far the square reaches in exact terms.
+        if (q.seen == qg_live_count(index) || isinf(r))
+            break;
+        const double gap = fmin(fmin((double)area.max_x - x, (double)x - area.min_x),
+                                fmin((double)area.max_y - y, (double)y - area.min_y));
+        if (qg_near_floor2(gap) > qg_near_bound(&c))
             break;
         r *= 4.0f;
     }

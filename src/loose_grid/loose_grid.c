@@ -1026,7 +1026,7 @@ static void lg_near_tight(const loose_grid *g, int32_t tx, int32_t ty, qg_near *
     double ey = fmax(b - q->y, q->y - t) - lg_hair(lg_fin(b) + lg_fin(t) + fabs(q->y), g->oy);
     ex = ex > 0.0 ? ex : 0.0;
     ey = ey > 0.0 ? ey : 0.0;
-    if (ex * ex + ey * ey > (double)qg_near_bound(q))
+    if (qg_near_floor2_xy(ex, ey) > qg_near_bound(q)) // the formula's rounding: subnormal ties at 0
         return;
     for (; e >= 0; e = g->links.data[e].next) {
         const int32_t i = g->links.data[e].element;
@@ -1058,6 +1058,7 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
     const loose_grid *g = (const loose_grid *)index;
     qg_near q;
     qg_near_start(&q, index, x, y, k, max_distance2, handles);
+    q.once = true; // each element is listed in one node or cell
     const int32_t lastx = g->tcols - 1, lasty = g->trows - 1;
     const int32_t qx = lg_map(x, g->ox, g->tsx, lastx), qy = lg_map(y, g->oy, g->tsy, lasty);
     lg_near_cell cells[LG_NEAR_BATCH];
@@ -1089,7 +1090,7 @@ static int32_t loose_grid_nearest(const qg_index *index, float x, float y, int32
                 lo = fmin(lo, e - y - lg_hair(fabs(e) + fabs(y), g->oy));
                 more = true;
             }
-            if (!more || (lo > 0.0 && lo * lo > (double)qg_near_bound(&q)))
+            if (!more || qg_near_floor2(lo) > qg_near_bound(&q))
                 break;
         }
         const int32_t ax = qx - r > 0 ? qx - r : 0, bx = qx + r < lastx ? qx + r : lastx;

@@ -1890,14 +1890,30 @@ static void quadtree_raycast(const qg_index *index, float ox, float oy, float dx
     }
 }
 
+/// Offers element h from leaf c when c is the leaf that reports it (see
+/// quadtree_nearest); only an element the bound lets in is mapped.
+static inline void qt_near_element(const quadtree *qt, qg_near *c, qt_cell leaf, qg_handle h)
+{
+    const qg_rect b = qt->base.boxes[h];
+    const float d = qg_point_box_d2_fast(b, c->x, c->y);
+    if (!(d <= c->max_d2) || (c->n == c->k && !qg_near_before(d, h, c->worst, c->worst_h)))
+        return;
+    const float px = c->x < b.min_x ? b.min_x : (c->x > b.max_x ? b.max_x : c->x);
+    const float py = c->y < b.min_y ? b.min_y : (c->y > b.max_y ? b.max_y : c->y);
+    if (qt_corner_here(qt, leaf, px, py))
+        qg_near_push(c, h, d);
+}
+
 /// qg_nearest: depth first, children nearest first, skipping every node
 /// whose region is farther than the k-th best so far (qg_near_bound; a tie
 /// is still entered, it may win on its handle). The point Q of an element's
 /// box nearest the query is in the box, so the mapping sends it into the
 /// box's integer range: the leaf holding Q lists the element, and that
 /// leaf's region and its ancestors' hold Q, so they are no farther than the
-/// element and are never skipped while it could enter. An element met in
-/// several leaves is offered each time; qg_near_offer takes it once.
+/// element and are never skipped while it could enter. That leaf alone
+/// offers it, so an element listed in many leaves (a long box) is offered
+/// once. The walk ends when every element is held, and past
+/// qg_near_budget one pass over every box finishes.
 static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t k, float max_distance2,
                                 qg_handle *handles, float *distances2)
 {
@@ -1906,6 +1922,9 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
     const qg_tree_frame f = qg_tree_frame_make(&qt->world, QT_SIDE, 0.0f);
     qg_near c;
     qg_near_start(&c, index, x, y, k, max_distance2, handles);
+    c.once = true;
+    const int64_t budget = qg_near_budget(index);
+    int64_t work = 0;
     qg_tree_pending stack[QT_STACK];
     int top = 0;
     stack[top++] = (qg_tree_pending){qt_root, 0.0f};
@@ -1913,6 +1932,10 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
         const qg_tree_pending p = stack[--top];
         if (p.key > qg_near_bound(&c))
             continue;
+        if (++work > budget) {
+            qg_near_scan(&c);
+            break;
+        }
         const qt_node n = qt->nodes[p.c.node];
         if (n.count != -1) {
             if (n.count <= QT_GATHER) {
@@ -1925,16 +1948,18 @@ static int32_t quadtree_nearest(const qg_index *index, float x, float y, int32_t
                         m++;
                     }
                 }
+                work += m;
                 for (int i = 0; i < m; ++i)
-                    qg_near_offer(&c, ids[i], qg_point_box_d2_fast(index->boxes[ids[i]], x, y));
+                    qt_near_element(qt, &c, p.c, ids[i]);
             } else {
                 QT_FOR_BLOCKS(qt, n, b, fill) {
-                    for (int32_t i = 0; i < fill; ++i) {
-                        const qg_handle h = qt->blocks.data[b].h[i];
-                        qg_near_offer(&c, h, qg_point_box_d2_fast(index->boxes[h], x, y));
-                    }
+                    work += fill;
+                    for (int32_t i = 0; i < fill; ++i)
+                        qt_near_element(qt, &c, p.c, qt->blocks.data[b].h[i]);
                 }
             }
+            if (qg_near_all(&c))
+                break;
             continue;
         }
         const float bound = qg_near_bound(&c);
