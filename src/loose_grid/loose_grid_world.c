@@ -361,6 +361,22 @@ static void lg_widen(float lo, float hi, double pad, float *a, float *b)
     }
 }
 
+/// Cells of the configured size, but not many more than the elements (an
+/// empty cell still costs its 32 bytes; bounds far too large configure a
+/// million): at most max(LG_FIT_CELLS, 2 per element).
+static void lg_cap_cells(int32_t *cols, int32_t *rows, int32_t n)
+{
+    int64_t cap = 2 * (int64_t)n > LG_FIT_CELLS ? 2 * (int64_t)n : LG_FIT_CELLS;
+    cap = cap < LG_MAX_CELLS ? cap : LG_MAX_CELLS;
+    if ((int64_t)*cols * *rows > cap) {
+        const double f = sqrt((double)cap / ((double)*cols * (double)*rows));
+        *cols = (int32_t)((double)*cols * f);
+        *rows = (int32_t)((double)*rows * f);
+        *cols = *cols < 1 ? 1 : *cols;
+        *rows = *rows < 1 ? 1 : *rows;
+    }
+}
+
 /// The world for n elements (element oh with box obox): the configured one
 /// when a sample of their centres fills the bounds, else fitted to the
 /// sample (see the file's header).
@@ -400,18 +416,7 @@ void qg_lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect obox
             lg_widen(p->qx0, p->qx1, ex / 8.0 + cell, &p->x0, &p->x1);
             lg_widen(p->qy0, p->qy1, ey / 8.0 + cell, &p->y0, &p->y1);
             int32_t cols = qg_lg_side(qg_extent(p->x0, p->x1), cell), rows = qg_lg_side(qg_extent(p->y0, p->y1), cell);
-            // Cells of the configured size, but not many more than the
-            // elements (an empty cell still costs its 32 bytes; bounds far
-            // too large configure a million).
-            int64_t cap = 2 * (int64_t)n > LG_FIT_CELLS ? 2 * (int64_t)n : LG_FIT_CELLS;
-            cap = cap < LG_MAX_CELLS ? cap : LG_MAX_CELLS;
-            if ((int64_t)cols * rows > cap) {
-                const double f = sqrt((double)cap / ((double)cols * (double)rows));
-                cols = (int32_t)((double)cols * f);
-                rows = (int32_t)((double)rows * f);
-                cols = cols < 1 ? 1 : cols;
-                rows = rows < 1 ? 1 : rows;
-            }
+            lg_cap_cells(&cols, &rows, n);
             p->lcols = cols;
             p->lrows = rows;
         }
@@ -424,6 +429,12 @@ void qg_lg_plan_world(const loose_grid *g, int32_t n, qg_handle oh, qg_rect obox
             else
                 rows = (rows + 1) / 2;
         }
+        // The configured world with cells of a median taken from a mixed
+        // population (half 2^-100 wide, half 2^100) is a million cells for
+        // 390 elements: once there are elements, the same cap as a fitted
+        // world.
+        if (m >= LG_FIT_MIN)
+            lg_cap_cells(&cols, &rows, n);
         p->lcols = cols;
         p->lrows = rows;
     }
@@ -446,6 +457,10 @@ bool qg_lg_plan_better(const loose_grid *g, const lg_plan *p)
     const double have = qg_extent(g->wx0, g->wx1) * qg_extent(g->wy0, g->wy1);
     const double want = qg_extent(p->x0, p->x1) * qg_extent(p->y0, p->y1);
     if (have > 4.0 * want)
+        return true;
+    // Far more cells than the plan's: a grid laid out before there were
+    // elements to count (a re-tune's fresh structure).
+    if ((int64_t)g->lcols * g->lrows > 4 * (int64_t)p->lcols * p->lrows)
         return true;
     return (int64_t)p->lcols * p->lrows >= 2 * (int64_t)g->lcols * g->lrows;
 }
