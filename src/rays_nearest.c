@@ -227,6 +227,25 @@ static void ray_generic(const qg_index *index, float ox, float oy, float dx, flo
     query_all(index, q, ray_candidate, &r, &stats);
 }
 
+/// A ray whose arithmetic stays far from float's ends: an origin within
+/// 2^100, each direction component 0 or within 2^-40 .. 2^40, a finite
+/// segment's reach within 2^100. The kinds' own walks step cells and nodes
+/// in float and double parameters that are exact there; a ray outside it
+/// (from near +-FLT_MAX, along a subnormal or huge direction) takes the
+/// generic form, whose pieces are computed in double and bounded in number
+/// (4,096), so it is exact by qg_ray_box and costs at most a few thousand
+/// queries.
+static bool ray_plain(float ox, float oy, float dx, float dy, float max_t)
+{
+    const float far = 0x1p100f, big = 0x1p40f, small = 0x1p-40f;
+    const float ax = fabsf(dx), ay = fabsf(dy), m = ax > ay ? ax : ay;
+    if (!(fabsf(ox) <= far && fabsf(oy) <= far))
+        return false;
+    if ((ax != 0.0f && (ax < small || ax > big)) || (ay != 0.0f && (ay < small || ay > big)))
+        return false;
+    return isinf(max_t) || (double)max_t * m <= (double)far;
+}
+
 qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float dy, float max_t, qg_ray_fn *fn,
                      void *user)
 {
@@ -235,7 +254,7 @@ qg_status qg_raycast(const qg_index *index, float ox, float oy, float dx, float 
         return QG_ERR_INVALID;
     if (qg_live_count(index) == 0)
         return QG_OK;
-    if (index->klass->raycast != NULL && !has_layer(index))
+    if (index->klass->raycast != NULL && !has_layer(index) && ray_plain(ox, oy, dx, dy, max_t))
         index->klass->raycast(index, ox, oy, dx, dy, max_t, fn, user);
     else
         ray_generic(index, ox, oy, dx, dy, max_t, fn, user);
