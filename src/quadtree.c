@@ -979,6 +979,11 @@ typedef struct qt_batch {
     int32_t start[QT_PAR_BUCKETS + 2]; ///< per bucket and none: its first plan entry; the end
     int32_t stop[QT_PAR_BUCKETS];      ///< per bucket: the entry it stopped at (its end when it ran all)
     qt_stash stash[QT_PAR_BUCKETS];
+    /// Per bucket: blocks it may still take from the pool in this level. A
+    /// share of the pool's spare blocks fixed before the level runs, so
+    /// where a bucket stops depends on its own moves, never on which bucket
+    /// reached the pool first (and the batch's result never on timing).
+    int64_t quota[QT_PAR_BUCKETS];
     uint8_t held[QT_PAR_BUCKETS]; ///< per bucket: the tree has its node
     int level;                    ///< the level the workers run
     atomic_flag pool_lock;        ///< the block pool, while buckets run
@@ -1098,24 +1103,36 @@ static void qt_batch_store(int32_t begin, int32_t end, int32_t worker, void *con
     }
 }
 
-/// Tops a bucket's stash up from the pool to `need` blocks and a few more,
+/// Tops bucket k's stash up from the pool to `need` blocks and a few more,
 /// under the pool's lock (the only state the buckets share). False, taking
-/// nothing, when the pool's capacity cannot give `need`.
-static bool qt_stash_fill(qt_batch *b, qt_stash *st, int64_t need)
+/// nothing, when its quota cannot give `need`.
+static bool qt_stash_fill(qt_batch *b, int32_t k, qt_stash *st, int64_t need)
 {
     quadtree *qt = b->qt;
+    int64_t want = need - st->count;
+    if (want > b->quota[k])
+        return false;
+    want = want + QT_STASH_MORE <= b->quota[k] ? want + QT_STASH_MORE : want;
+    b->quota[k] -= want;
     while (atomic_flag_test_and_set_explicit(&b->pool_lock, memory_order_acquire))
         qv_pause(); // held for a few free-list pops: spin politely
-    const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
-    int64_t want = need - st->count;
-    const bool ok = want <= spare;
-    if (ok) {
-        want = want + QT_STASH_MORE <= spare ? want + QT_STASH_MORE : want;
-        for (; want > 0; --want)
-            qt_give(qt, st, qt_block_take(&qt->blocks));
-    }
+    for (; want > 0; --want)
+        qt_give(qt, st, qt_block_take(&qt->blocks));
     atomic_flag_clear_explicit(&b->pool_lock, memory_order_release);
-    return ok;
+    return true;
+}
+
+/// Each bucket of the level about to run gets its share of the pool's
+/// spare blocks, in proportion to its moves (the shares sum to at most the
+/// spare: the pool never runs short under a bucket).
+static void qt_batch_quotas(qt_batch *b)
+{
+    const quadtree *qt = b->qt;
+    const int32_t k0 = qt_par_first[b->level], k1 = qt_par_first[b->level + 1];
+    const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
+    const int64_t moves = b->start[k1] - b->start[k0];
+    for (int32_t k = k0; k < k1; ++k)
+        b->quota[k] = moves > 0 ? spare * (b->start[k + 1] - b->start[k]) / moves : 0;
 }
 
 /// Runs the moves of the current level's buckets [begin, end), each bucket
@@ -1143,7 +1160,7 @@ static void qt_batch_buckets(int32_t begin, int32_t end, int32_t worker, void *c
             qt_plan *m = &b->plan[e];
             const qt_ibox nb = qt_map_box(qt, m->box);
             const int64_t need = qt_leaf_bound(qt, nb);
-            if (st->count < need && !qt_stash_fill(b, st, need)) {
+            if (st->count < need && !qt_stash_fill(b, k, st, need)) {
                 b->stop[k] = e;
                 break;
             }
@@ -1211,8 +1228,10 @@ static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *
         b->stop[k] = b->start[k + 1];
     }
     atomic_flag_clear(&b->pool_lock);
-    for (b->level = 0; b->level < QT_PAR_LEVELS; ++b->level)
+    for (b->level = 0; b->level < QT_PAR_LEVELS; ++b->level) {
+        qt_batch_quotas(b);
         qg_jobs_run(jobs, qt_batch_buckets, qt_par_first[b->level + 1] - qt_par_first[b->level], b);
+    }
 
     qg_status s = QG_OK;
     int32_t r = 0, e = 0, e0, e1;
