@@ -493,9 +493,10 @@ static bool learns(void)
     return g_kind != QG_BRUTE_FORCE;
 }
 
-static qg_rect learn_box(tu_rng *r, float size)
+/* A box `size` wide at most, over a world `spread` times that across. */
+static qg_rect learn_box(tu_rng *r, float size, float spread)
 {
-    const float x = tu_rng_range(r, 0, 100 * size), y = tu_rng_range(r, 0, 100 * size);
+    const float x = tu_rng_range(r, 0, spread * size), y = tu_rng_range(r, 0, spread * size);
     const float w = tu_rng_range(r, 0.5f * size, size), h = tu_rng_range(r, 0.5f * size, size);
     return tu_rect(x, y, x + w, y + h);
 }
@@ -511,10 +512,11 @@ static void retry_case(int32_t pre, int32_t n, long k, uint64_t seed)
     qg_handle *hs = malloc((size_t)(pre + n) * sizeof *hs);
     assert_non_null(boxes);
     assert_non_null(hs);
+    const float spread = 2.0f * sqrtf((float)(pre + n));
     for (int32_t i = 0; i < pre; i++)
-        boxes[i] = learn_box(&r, 2.0f);
+        boxes[i] = learn_box(&r, 2.0f, spread);
     for (int32_t i = pre; i < pre + n; i++)
-        boxes[i] = learn_box(&r, 40.0f);
+        boxes[i] = learn_box(&r, 40.0f, spread);
     tu_alloc ta;
     qg_config c = qg_default_config(g_kind);
     qg_index *idx = tu_open(c, &ta), *clean = NULL;
@@ -549,7 +551,7 @@ static void retry_case(int32_t pre, int32_t n, long k, uint64_t seed)
     expect_same_print(idx, clean, SAME_ALL, "seed %llu, %d + %d boxes, allocation %ld refused, then the retry",
                       (unsigned long long)seed, pre, n, k);
     /* And on: a few frames of moves and cleanups. */
-    for (int frame = 0; frame < 3; frame++) {
+    for (int frame = 0; frame < (pre + n > 20000 ? 1 : 3); frame++) {
         const int32_t m = scene_batch(clean, &r, hs, boxes, pre + n);
         assert_int_equal(qg_move_many(idx, NULL, hs, boxes, m), QG_OK);
         assert_int_equal(qg_move_many(clean, NULL, hs, boxes, m), QG_OK);
@@ -571,10 +573,11 @@ static long insert_many_allocations(int32_t pre, int32_t n, uint64_t seed)
     tu_rng_seed(&r, seed);
     qg_rect *boxes = malloc((size_t)(pre + n) * sizeof *boxes);
     qg_handle *hs = malloc((size_t)(pre + n) * sizeof *hs);
+    const float spread = 2.0f * sqrtf((float)(pre + n));
     for (int32_t i = 0; i < pre; i++)
-        boxes[i] = learn_box(&r, 2.0f);
+        boxes[i] = learn_box(&r, 2.0f, spread);
     for (int32_t i = pre; i < pre + n; i++)
-        boxes[i] = learn_box(&r, 40.0f);
+        boxes[i] = learn_box(&r, 40.0f, spread);
     tu_alloc ta;
     qg_index *idx = tu_open(qg_default_config(g_kind), &ta);
     if (pre > 0) {
@@ -621,7 +624,7 @@ static void pending_case(int which, long k, uint64_t seed, bool *refused)
     qg_rect boxes[N];
     qg_handle hs[N];
     for (int32_t i = 0; i < N; i++)
-        boxes[i] = learn_box(&r, 2.0f);
+        boxes[i] = learn_box(&r, 2.0f, 100);
     tu_alloc ta;
     qg_config c = qg_default_config(g_kind);
     qg_index *idx = tu_open(c, &ta), *clean = NULL;
