@@ -343,7 +343,11 @@ QG_API qg_status qg_nearest(const qg_index *index, float x, float y, int32_t k,
 /// any bad box gives QG_ERR_INVALID, a failed allocation QG_ERR_NOMEM, and the
 /// index is then exactly as it was, memory_bytes included.
 /// QG_ERR_CAPACITY when the count would pass what the kind addresses, and
-/// nothing is inserted. Kinds may build in bulk (one sort) here.
+/// nothing is inserted. On every refusal with n > 0 and handles not NULL
+/// (the index NULL or boxes NULL included) handles[0..n) are all -1; with
+/// n <= 0 handles[] is not touched. A refused call also leaves what the
+/// index learned (docs/tuning.md) as it was, so its retry builds what one
+/// call never refused builds. Kinds may build in bulk (one sort) here.
 QG_API qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n,
                                 qg_handle *handles);
 

@@ -594,9 +594,14 @@ qg_status qg_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *ha
         return QG_ERR_INVALID;
     if (n == 0)
         return QG_OK;
+    // A pending re-tune after the batch, when it succeeded: one before it,
+    // or in it (the one-by-one path's qg_move re-tunes first when one is
+    // pending), would stay when the batch is then refused.
+    const qg_kind_class *klass = index->klass;
+    if (qg_tune_pending(index))
+        index->klass = index->tune->real;
     const qg_status s = move_many(index, jobs, handles, boxes, n);
-    // A pending re-tune after the batch, when it succeeded: one before it
-    // would stay when the batch is then refused.
+    index->klass = klass;
     if (s == QG_OK && qg_tune_pending(index))
         qg_tune_perform_pending(index);
     return s;
@@ -672,15 +677,46 @@ static qg_handle slot_take(qg_index *index, qg_rect box)
     return h;
 }
 
+/// Every entry of handles[0..n) -1: what qg_insert_many leaves on a refusal.
+static qg_status insert_many_refused(qg_handle *handles, int32_t n, qg_status s)
+{
+    for (int32_t i = 0; handles != NULL && i < n; ++i)
+        handles[i] = -1;
+    return s;
+}
+
+static qg_status insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_handle *handles);
+
 qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_handle *handles)
 {
     if (index == NULL || n < 0 || (n > 0 && (boxes == NULL || handles == NULL)))
-        return QG_ERR_INVALID;
+        return insert_many_refused(handles, n, QG_ERR_INVALID);
     for (int32_t i = 0; i < n; ++i)
         if (!box_valid(boxes[i]))
-            return QG_ERR_INVALID;
+            return insert_many_refused(handles, n, QG_ERR_INVALID);
     if (n == 0)
         return QG_OK;
+    // What the index has learned is kept aside: the call measures before it
+    // can be refused, and a refused call must leave the learning as it was,
+    // or its retry would skip the re-tune the call planned.
+    qg_tune saved;
+    const qg_kind_class *klass = index->klass;
+    if (index->tune != NULL)
+        saved = *index->tune;
+    const qg_status s = insert_many(index, boxes, n, handles);
+    if (s != QG_OK) {
+        if (index->tune != NULL) {
+            *index->tune = saved;
+            index->klass = klass == saved.real ? saved.real : &index->tune->pending;
+        }
+        return insert_many_refused(handles, n, s);
+    }
+    return QG_OK;
+}
+
+/// qg_insert_many with valid arguments, n > 0.
+static qg_status insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_handle *handles)
+{
     // Learning plans here, from the boxes held and these, and rebuilds once
     // the slots are taken: the new structure then holds the batch too, and
     // a rebuild refused its memory leaves nothing behind.
@@ -746,8 +782,6 @@ qg_status qg_insert_many(qg_index *index, const qg_rect *boxes, int32_t n, qg_ha
         index->box_high = old_high;
         qg_txn_rollback(&etxn);
         qg_txn_rollback(&txn);
-        for (int32_t i = 0; i < n; ++i)
-            handles[i] = -1;
         return s;
     }
     index->count += n;

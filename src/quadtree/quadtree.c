@@ -1001,10 +1001,21 @@ typedef struct qt_batch {
     int32_t start[QT_PAR_BUCKETS + 2]; ///< per bucket and none: its first plan entry; the end
     int32_t stop[QT_PAR_BUCKETS];      ///< per bucket: the entry it stopped at (its end when it ran all)
     qt_stash stash[QT_PAR_BUCKETS];
+    /// Per bucket: blocks it may still take from the pool in this level. A
+    /// share of the pool's spare blocks fixed before the level runs, so
+    /// where a bucket stops depends on its own moves, never on which bucket
+    /// reached the pool first (and the batch's result never on timing).
+    int64_t quota[QT_PAR_BUCKETS];
     uint8_t held[QT_PAR_BUCKETS]; ///< per bucket: the tree has its node
     int level;                    ///< the level the workers run
     atomic_flag pool_lock;        ///< the block pool, while buckets run
+    /// The block pool before the batch, and a bit per block below its
+    /// high-water mark: an undone batch gives back what its moves grew.
+    int32_t block_high, block_capacity;
+    uint32_t *used;
 } qt_batch;
+
+static void qt_blocks_give_back(quadtree *qt, int32_t high, int32_t capacity, uint32_t *used);
 
 /// Marks the buckets whose nodes the tree has (a node of depth 2 to 4 exists
 /// when its parent is a branch).
@@ -1114,24 +1125,36 @@ static void qt_batch_store(int32_t begin, int32_t end, int32_t worker, void *con
     }
 }
 
-/// Tops a bucket's stash up from the pool to `need` blocks and a few more,
+/// Tops bucket k's stash up from the pool to `need` blocks and a few more,
 /// under the pool's lock (the only state the buckets share). False, taking
-/// nothing, when the pool's capacity cannot give `need`.
-static bool qt_stash_fill(qt_batch *b, qt_stash *st, int64_t need)
+/// nothing, when its quota cannot give `need`.
+static bool qt_stash_fill(qt_batch *b, int32_t k, qt_stash *st, int64_t need)
 {
     quadtree *qt = b->qt;
+    int64_t want = need - st->count;
+    if (want > b->quota[k])
+        return false;
+    want = want + QT_STASH_MORE <= b->quota[k] ? want + QT_STASH_MORE : want;
+    b->quota[k] -= want;
     while (atomic_flag_test_and_set_explicit(&b->pool_lock, memory_order_acquire))
         qv_pause(); // held for a few free-list pops: spin politely
-    const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
-    int64_t want = need - st->count;
-    const bool ok = want <= spare;
-    if (ok) {
-        want = want + QT_STASH_MORE <= spare ? want + QT_STASH_MORE : want;
-        for (; want > 0; --want)
-            qt_give(qt, st, qt_block_take(&qt->blocks));
-    }
+    for (; want > 0; --want)
+        qt_give(qt, st, qt_block_take(&qt->blocks));
     atomic_flag_clear_explicit(&b->pool_lock, memory_order_release);
-    return ok;
+    return true;
+}
+
+/// Each bucket of the level about to run gets its share of the pool's
+/// spare blocks, in proportion to its moves (the shares sum to at most the
+/// spare: the pool never runs short under a bucket).
+static void qt_batch_quotas(qt_batch *b)
+{
+    const quadtree *qt = b->qt;
+    const int32_t k0 = qt_par_first[b->level], k1 = qt_par_first[b->level + 1];
+    const int64_t spare = (int64_t)qt->blocks.capacity - qt->blocks.live;
+    const int64_t moves = b->start[k1] - b->start[k0];
+    for (int32_t k = k0; k < k1; ++k)
+        b->quota[k] = moves > 0 ? spare * (b->start[k + 1] - b->start[k]) / moves : 0;
 }
 
 /// Runs the moves of the current level's buckets [begin, end), each bucket
@@ -1159,7 +1182,7 @@ static void qt_batch_buckets(int32_t begin, int32_t end, int32_t worker, void *c
             qt_plan *m = &b->plan[e];
             const qt_ibox nb = qt_map_box(qt, m->box);
             const int64_t need = qt_leaf_bound(qt, nb);
-            if (st->count < need && !qt_stash_fill(b, st, need)) {
+            if (st->count < need && !qt_stash_fill(b, k, st, need)) {
                 b->stop[k] = e;
                 break;
             }
@@ -1227,8 +1250,10 @@ static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *
         b->stop[k] = b->start[k + 1];
     }
     atomic_flag_clear(&b->pool_lock);
-    for (b->level = 0; b->level < QT_PAR_LEVELS; ++b->level)
+    for (b->level = 0; b->level < QT_PAR_LEVELS; ++b->level) {
+        qt_batch_quotas(b);
         qg_jobs_run(jobs, qt_batch_buckets, qt_par_first[b->level + 1] - qt_par_first[b->level], b);
+    }
 
     qg_status s = QG_OK;
     int32_t r = 0, e = 0, e0, e1;
@@ -1249,6 +1274,11 @@ static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *
     }
     if (s != QG_OK) {
         // Range r - 1 failed at entry e: back from there, then the buckets.
+        // Each move back returns the pool to a state it held in this call
+        // (the stashes do not change meanwhile): it needs no reservation,
+        // and must not make one that a failing allocator would refuse.
+        const uint8_t hold = qt->hold;
+        qt->hold = QT_HOLD_UNDO;
         for (--r; r >= 0; --r) {
             qt_batch_serial_range(b, r, &e0, &e1);
             for (e = e < e1 ? e : e1; e-- > e0;)
@@ -1258,6 +1288,7 @@ static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *
         for (int32_t k = QT_PAR_BUCKETS; k-- > 0;)
             for (e = b->stop[k]; e-- > b->start[k];)
                 qt_batch_undo(qt, b, e, &b->stash[k]);
+        qt->hold = hold;
     }
     for (int32_t k = 0; k < QT_PAR_BUCKETS; ++k) {
         qt_stash *st = &b->stash[k];
@@ -1267,8 +1298,10 @@ static qg_status qt_batch_parallel(quadtree *qt, const qg_jobs *jobs, qt_batch *
             qt->blocks.live -= st->count;
         }
     }
-    if (s != QG_OK)
+    if (s != QG_OK) {
+        qt_blocks_give_back(qt, b->block_high, b->block_capacity, b->used);
         qg_mem_free(&index->alloc, b->plan, (size_t)rest * sizeof(qt_plan));
+    }
     return s;
 }
 
@@ -1301,7 +1334,8 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
     const int32_t parts =
         jobs == NULL ? 1 : jobs->worker_count < QT_BATCH_PARTS ? jobs->worker_count : QT_BATCH_PARTS;
     const size_t cursor_bytes = parts > 1 ? (size_t)parts * (QT_PAR_BUCKETS + 1) * sizeof(int32_t) : 0;
-    const size_t head = sizeof(qt_batch) + cursor_bytes + (size_t)n * sizeof(uint16_t);
+    const size_t used_bytes = ((size_t)qt->blocks.high + 31) / 32 * sizeof(uint32_t);
+    const size_t head = sizeof(qt_batch) + cursor_bytes + used_bytes + (size_t)n * sizeof(uint16_t);
     qt_batch *b = qg_mem_alloc(&index->alloc, head);
     if (b == NULL)
         return QG_ERR_NOMEM;
@@ -1311,7 +1345,10 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
     b->n = n;
     b->parts = parts;
     b->cursor = parts > 1 ? (int32_t *)(b + 1) : NULL;
-    b->key = (uint16_t *)((char *)(b + 1) + cursor_bytes);
+    b->used = (uint32_t *)((char *)(b + 1) + cursor_bytes);
+    b->key = (uint16_t *)((char *)(b + 1) + cursor_bytes + used_bytes);
+    b->block_high = qt->blocks.high;
+    b->block_capacity = qt->blocks.capacity;
     if (parts > 1)
         qt_par_held(b);
     qg_jobs_run(parts > 1 ? jobs : NULL, qt_batch_classify, parts, b);
@@ -1377,6 +1414,9 @@ static qg_status quadtree_move_many(qg_index *index, const qg_jobs *jobs, const 
             (void)qt_move_slow(qt, &txn, handles[i], old[done], qt_map_box(qt, boxes[i]), qt_map_box(qt, old[done]),
                                &o, NULL); // cannot fail (see above)
         }
+        // The moves before the refused one kept the blocks they grew the
+        // pool by: given back, the call leaves the bytes it found.
+        qt_blocks_give_back(qt, b->block_high, b->block_capacity, b->used);
         qg_mem_free(&index->alloc, old, undo_bytes);
         qg_mem_free(&index->alloc, b, head);
         return s;
@@ -2048,12 +2088,10 @@ static void quadtree_batch_undo(qg_index *index, void *mark)
 /// all of which fit below it), and makes the free list the rest below it.
 /// Two walks over the leaves: the first marks the live blocks below, the
 /// second relinks the ones above.
-static void qt_blocks_compact(quadtree *qt, qt_mark *m)
+static void qt_blocks_compact(quadtree *qt, int32_t high, uint32_t *used)
 {
-    const int32_t high = m->block_high;
     if (qt->blocks.live > high)
         return; // (not after an undo)
-    uint32_t *used = m->used;
     memset(used, 0, ((size_t)high + 31) / 32 * sizeof(uint32_t));
     const qt_ibox all = {0, 0, QT_SIDE - 1, QT_SIDE - 1};
     qt_block *data = qt->blocks.data;
@@ -2087,6 +2125,17 @@ static void qt_blocks_compact(quadtree *qt, qt_mark *m)
     qt->blocks.high = high;
 }
 
+/// After an undone batch: the pool back to the high-water mark `high` and
+/// the capacity `capacity` it had before (`used`: a bit per block below
+/// `high`, scratch). Shrinks only, never allocates.
+static void qt_blocks_give_back(quadtree *qt, int32_t high, int32_t capacity, uint32_t *used)
+{
+    if (qt->blocks.high > high)
+        qt_blocks_compact(qt, high, used);
+    qg_array_shrink(&qt->base.alloc, (void **)&qt->blocks.data, &qt->blocks.capacity, sizeof(qt_block),
+                    qt->blocks.high > capacity ? qt->blocks.high : capacity);
+}
+
 /// After the batch: ends the hold. After an undo (`undone`) it gives back
 /// the blocks and per-handle bytes the batch grew (shrinks only, never
 /// allocates); after a batch that succeeded it runs the upkeep the hold put
@@ -2103,10 +2152,7 @@ static void quadtree_batch_trim(qg_index *index, void *mark, bool undone)
     qt->held = 0;
     if (undone) {
         qt->world = m->world; // (its counters: the box never changed)
-        if (qt->blocks.high > m->block_high)
-            qt_blocks_compact(qt, m);
-        qg_array_shrink(alloc, (void **)&qt->blocks.data, &qt->blocks.capacity, sizeof(qt_block),
-                        qt->blocks.high > m->block_capacity ? qt->blocks.high : m->block_capacity);
+        qt_blocks_give_back(qt, m->block_high, m->block_capacity, m->used);
         qg_array_shrink(alloc, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), m->depth_capacity);
     } else if (held) {
         qt->resplit |= (held & QT_HELD_SPLIT) != 0;
