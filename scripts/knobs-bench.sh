@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The figures of docs/tuning.md (issue 32): every kind from qg_default_config
+# The figures of docs/tuning.md: every kind from qg_default_config
 # and from bounds only beside its best hand tuning (quadgrid-bench knobs), and
 # today's tuned workloads before (BASE: a quadgrid-bench built from the commit
 # before the change) and after, alternately. Usage:

@@ -133,7 +133,7 @@ static int drift_frames(const options *o, const bench_peer *p, bench_impl *impl,
     return 0;
 }
 
-/* How a layout ages (issue 17): `agents` frames measured fresh (after the
+/* How a layout ages: `agents` frames measured fresh (after the
  * build and the warm-up), aged (after --age more frames, default 300), and
  * rebuilt (the same boxes inserted into a new index, which then gets the
  * same warm-up). A kind whose aged figure drifts above its fresh and rebuilt

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* quadgrid-bench knobs (issue 32): every kind from qg_default_config with
+/* quadgrid-bench knobs: every kind from qg_default_config with
  * nothing set, and with only the bounds set, beside its best hand tuning,
  * on the same boxes in one run, the configurations' frames alternating.
  *

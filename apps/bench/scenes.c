@@ -5,7 +5,7 @@
 
 /* scenes: the scene table of docs/scenes.md                                */
 
-/* The bar of issue 11: a frame in at most this many sort-and-sweep frames. */
+/* The bar of the scene table: a frame in at most this many sort-and-sweep frames. */
 #define SCENE_BAR 3.0
 /* Smallest n the bar is judged at (see the verdict in run_scenes). */
 #define SCENE_BAR_MIN_N 10000

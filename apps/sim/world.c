@@ -253,7 +253,7 @@ qg_kind world_default_kind(bool mixed_sizes) {
 }
 
 // Builds an index over every agent; on failure nothing changes. It is told
-// the world and no sizes: every kind learns them from the agents (issue 32).
+// the world and no sizes: every kind learns them from the agents.
 static qg_status build_index(sim_world *w, qg_kind kind) {
     qg_config cfg = qg_default_config(kind);
     cfg.bounds = (qg_rect){0.0f, 0.0f, w->size, w->size};

@@ -8,7 +8,7 @@ export function overlap(a, b) {
   return a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3];
 }
 
-/// qg_ray_box (src/query_util.h): the slab test with the direction's inverses.
+/// qg_ray_box (src/ray_nearest_kernels.h): the slab test with the direction's inverses.
 export function rayBox(box, ox, oy, dx, dy, maxT) {
   let a = 0, b = maxT;
   const axis = (lo, hi, o, d) => {
