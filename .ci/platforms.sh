@@ -50,7 +50,7 @@ stage_arm64() {
         -DCMAKE_BUILD_TYPE=Release -DQG_WERROR=ON -DQG_BUILD_TESTS=ON -DQG_BUILD_APPS=OFF
     cmake --build "$dir" -j "$jobs"
     QG_TEST_SCALE=${QG_ARM64_TEST_SCALE:-0.01} ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
-        -E '^(hostile_capacity|install|readme_example|workloads_doc|docs_constants)$|_sse2$' ${QG_ARM64_TESTS:+-R "$QG_ARM64_TESTS"}
+        -E '^(hostile_capacity|install|readme_example|workloads_doc|docs_constants)$|_sse2$|^hostile_refusals_' ${QG_ARM64_TESTS:+-R "$QG_ARM64_TESTS"}
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
