@@ -680,8 +680,6 @@ static void test_config_extremes(void **state)
         double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
         fprintf(stderr, "hostile %s %s: works, %zu bytes at create, peak %zu, %.2f s\n",
                 qg_kind_name(g_kind), name, created, a.peak, secs);
-        if (secs > 30)
-            HFAIL("%s: %.1f s for 600 boxes", name, secs);
         qg_destroy(idx);
         if (a.bytes != 0)
             HFAIL("%s: %zu bytes left after qg_destroy", name, a.bytes);

@@ -3,9 +3,10 @@
  *
  * Every qg_nearest answer is compared exactly (found, handles in order, and
  * distances2 bit for bit) with a sort of every live element by
- * (qg_point_box_distance2, handle) written here, and every call is timed
- * (processor time) as a guard: one call past QG_NEAR_GUARD seconds (default 2, generous:
- * brute force takes well under a millisecond on these scenes) fails.
+ * (qg_point_box_distance2, handle) written here. Every call is timed
+ * (processor time) and the slowest printed; speed is not asserted (ctest's
+ * timeout catches a call that never returns), but QG_NEAR_GUARD=S makes a
+ * call past S seconds fail, for a developer hunting a slow path.
  * Each scene runs plain, with every few elements static and settled in the
  * engine's layer (qg_set_static + qg_cleanup), and with a few frames of
  * moves and cleanups on top (the dynamic elements then live in the fat
@@ -41,7 +42,7 @@
 static qg_kind g_kind = QG_BRUTE_FORCE;
 static uint64_t g_seed;
 static const float INF = (float)INFINITY;
-static double g_guard = 2.0;
+static double g_guard = 0.0; // seconds; 0: no guard
 static double g_slowest;
 static long g_calls;
 
@@ -189,7 +190,7 @@ static void w_check(world *w, float x, float y, int32_t k, float max_d2, const c
     const char *fmt = "%s/%s: qg_nearest(%.9g, %.9g, k %d, max_d2 %g) ";
     char head[256];
     snprintf(head, sizeof head, fmt, w->name, what, (double)x, (double)y, k, (double)max_d2);
-    if (dt > g_guard)
+    if (g_guard > 0.0 && dt > g_guard)
         NFAIL("%stook %.2f s (guard %.1f s) on %d elements", head, dt, g_guard, w->count);
     if (s != QG_OK)
         NFAIL("%sanswered %d", head, s);
@@ -450,7 +451,10 @@ int main(int argc, char **argv)
     const char *guard = getenv("QG_NEAR_GUARD");
     if (guard && *guard)
         g_guard = strtod(guard, NULL);
-    printf("seed %llu, guard %.1f s a call\n", (unsigned long long)g_seed, g_guard);
+    if (g_guard > 0.0)
+        printf("seed %llu, guard %.1f s a call\n", (unsigned long long)g_seed, g_guard);
+    else
+        printf("seed %llu, no time guard (QG_NEAR_GUARD=S sets one)\n", (unsigned long long)g_seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_subnormal),
         cmocka_unit_test(test_long_boxes),

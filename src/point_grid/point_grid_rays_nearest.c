@@ -527,12 +527,15 @@ static inline void pg_near_queue(const qg_rect *boxes, qg_near *c, pg_near_batch
 {
     if (lb > qg_near_bound(c) || lb > b->limit)
         return;
+    // Full before this one, not after: the vector kernels fill the batch
+    // in steps of their width, up to the last slot.
+    if (b->n == PG_NEAR_BATCH)
+        pg_near_flush(boxes, c, b);
     PG_PREFETCH(&boxes[h]);
     pg_near_upper(c, b, ub);
     b->h[b->n] = h;
     b->lb[b->n] = lb;
-    if (++b->n == PG_NEAR_BATCH)
-        pg_near_flush(boxes, c, b);
+    ++b->n;
 }
 
 #if defined(PG_HAVE_AVX2) || defined(QV_HAVE)
