@@ -147,6 +147,7 @@ typedef struct bench_peer {
 
 extern const bench_vtable bench_quadgrid_vtable;
 extern const bench_vtable bench_sweep_vtable;
+extern const bench_vtable bench_sap_vtable;
 extern const bench_level_vtable bench_quadgrid_level_vtable;
 extern const bench_level_vtable bench_sweep_level_vtable;
 #ifdef QG_BENCH_HAVE_CHIPMUNK

@@ -1,0 +1,907 @@
+// SPDX-License-Identifier: MIT
+/* sap: an expert's sort-and-sweep, as the strongest form of the idea the
+ * plain `sweep` peer is the textbook form of. Built from the published
+ * ideas of Pierre Terdiman's "Box pruning revisited" series and of bepu's
+ * broad phase, written here from those descriptions:
+ *
+ * - Integer keys: every float bound becomes an int32 whose signed order is
+ *   the float order (sign-magnitude to two's complement, -0 folded into +0),
+ *   so the sort and every test of the sweep are integer compares
+ *   (Terdiman, Box pruning revisited part 5 and the radix sort article).
+ * - Structure of arrays, boxes copied into sorted order, so the sweep reads
+ *   memory as a stream and never chases an id (parts 3 and 14).
+ * - Sentinels (INT32_MAX min_x) after every sorted run: the inner loop's
+ *   only exit is the x test, no bound check (part 4).
+ * - The y test of 8 candidates at once with AVX2, 4 with SSE2, scalar
+ *   elsewhere (parts 8-15 for the SIMD overlap test; the x test is folded
+ *   into the same mask).
+ * - A fresh build radix-sorts (LSD, 11-bit digits, all histograms in one
+ *   pass, passes whose digit is the same for every key skipped); a frame
+ *   starts from last frame's order and mends it with an insertion sort
+ *   (temporal coherence), falling back to the radix build when the order is
+ *   far off (part 17 discusses the trade).
+ * - Partitioning in y (bepu's broad phase splits the world so that dense
+ *   long stacks along the sort axis do not make every box meet sqrt(n)
+ *   candidates): the world is cut into horizontal slabs of height learned
+ *   from the boxes (SAP_SLAB_FACTOR times the median height). A box lives
+ *   in the slab of its min_y and is swept there against its slab's boxes;
+ *   a box whose max_y reaches slabs above is copied into their "visitor"
+ *   lists, and each slab's boxes are swept against its visitors
+ *   (bipartite box pruning, part 2). The slab of a value is a monotone
+ *   function f, so a pair (a, b) with f(a.min_y) <= f(b.min_y) can overlap
+ *   only if f(b.min_y) <= f(a.max_y): it is met exactly once, in b's slab,
+ *   either in the slab's own sweep or against its visitors. Tall boxes
+ *   need no special case; their copies are bounded by coarsening the slabs
+ *   until the visitor copies are at most 2n.
+ *
+ * Rays and nearest neighbours are window queries with the workload's exact
+ * tests on top, as in sweep.c. */
+#include "peer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workload.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#define SAP_X86 1
+#include <immintrin.h>
+#else
+#define SAP_X86 0
+#endif
+
+/* Slab height = this many median box heights. Smaller slabs mean fewer
+ * x-candidates per box but more visitor copies and more boxes changing slab
+ * each frame. */
+#define SAP_SLAB_FACTOR 4.0
+/* Sentinel slots after each sorted run: an 8-wide load starting at or
+ * before the first sentinel never leaves the run's sentinels. */
+enum { PAD = 8 };
+#define SENTINEL INT32_MAX
+
+/* One box in key form, as passes gather it. */
+typedef struct rec {
+    int32_t mnx, mxx, mny, mxy, id, s, e;
+} rec;
+
+/* A sorted run of boxes, structure of arrays. */
+typedef struct soa {
+    int32_t *mnx, *mxx, *mny, *mxy, *id, *e;
+    int32_t cap;
+} soa;
+
+struct bench_impl {
+    int32_t n, S;
+    double y0, inv_h; /* f(y) = clamp(floor((y - y0) * inv_h), 0, S - 1) */
+    /* The members: slab s holds A[start[s], end[s]), PAD sentinels after. */
+    soa A;
+    int32_t *start, *end;
+    /* Visitors of slab s: V[vstart[s], vend[s]) (no mny: a visitor's min_y
+     * is below every member's). */
+    soa V;
+    int32_t *vstart, *vend;
+    int32_t slab_cap;
+    /* Frame scratch: the stayers of each slab, compacted, then mended. */
+    soa B;
+    int32_t *bcount;
+    rec *arr, *arr2; /* boxes that changed slab */
+    int32_t arr_cap;
+    int32_t *acount;
+    /* For rays, nearest and queries. */
+    const qg_rect *boxes;
+    double *wmax, *vwmax; /* widest member / visitor per slab (lazy) */
+    bool wdirty;
+    double max_width;
+    bool nomem;
+    int simd; /* 2 avx2, 1 sse2, 0 scalar */
+    size_t bytes;
+};
+
+/* ---- keys ----------------------------------------------------------------- */
+
+/* The float order as int32 order (Terdiman's radix sort of floats: flip
+ * the magnitude bits of negatives). x + 0.0f folds -0 into +0 so that the
+ * closed tests agree with the float ones. */
+static inline int32_t key_of(float x) {
+    x += 0.0f;
+    int32_t k;
+    memcpy(&k, &x, sizeof k);
+    return k ^ ((k >> 31) & 0x7FFFFFFF);
+}
+
+static inline float float_of(int32_t k) {
+    k ^= (k >> 31) & 0x7FFFFFFF;
+    float x;
+    memcpy(&x, &k, sizeof x);
+    return x;
+}
+
+static inline int32_t slab_of(const bench_impl *s, float y) {
+    double t = ((double)y - s->y0) * s->inv_h;
+    if (!(t >= 0.0)) return 0;
+    if (t >= (double)(s->S - 1)) return s->S - 1;
+    return (int32_t)t;
+}
+
+static inline void make_rec(const bench_impl *s, const qg_rect *b, int32_t id, rec *r) {
+    r->mnx = key_of(b->min_x), r->mxx = key_of(b->max_x);
+    r->mny = key_of(b->min_y), r->mxy = key_of(b->max_y);
+    r->id = id;
+    r->s = slab_of(s, b->min_y);
+    r->e = slab_of(s, b->max_y);
+    if (r->e < r->s) r->e = r->s; /* an inverted box: no visitor copies */
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+static void soa_free(soa *a) {
+    free(a->mnx), free(a->mxx), free(a->mny), free(a->mxy), free(a->id), free(a->e);
+    memset(a, 0, sizeof *a);
+}
+
+static size_t soa_bytes(const soa *a, bool with_mny) {
+    return (size_t)a->cap * sizeof(int32_t) * (with_mny ? 6u : 5u);
+}
+
+static bool soa_reserve(soa *a, int32_t cap, bool with_mny) {
+    if (cap <= a->cap) return true;
+    soa b = {0};
+    size_t sz = (size_t)cap * sizeof(int32_t);
+    b.mnx = malloc(sz), b.mxx = malloc(sz), b.mxy = malloc(sz), b.id = malloc(sz), b.e = malloc(sz);
+    b.mny = with_mny ? malloc(sz) : NULL;
+    if (!b.mnx || !b.mxx || !b.mxy || !b.id || !b.e || (with_mny && !b.mny)) {
+        soa_free(&b);
+        return false;
+    }
+    b.cap = cap;
+    soa_free(a);
+    *a = b;
+    return true;
+}
+
+static bool reserve_slabs(bench_impl *s, int32_t S) {
+    if (S <= s->slab_cap) return true;
+    size_t sz = (size_t)S * sizeof(int32_t);
+    int32_t *p[7];
+    p[0] = malloc(sz), p[1] = malloc(sz), p[2] = malloc(sz), p[3] = malloc(sz), p[4] = malloc(sz),
+    p[5] = malloc(sz);
+    double *w = malloc((size_t)S * 2 * sizeof(double));
+    if (!p[0] || !p[1] || !p[2] || !p[3] || !p[4] || !p[5] || !w) {
+        for (int i = 0; i < 6; i++) free(p[i]);
+        free(w);
+        return false;
+    }
+    free(s->start), free(s->end), free(s->vstart), free(s->vend), free(s->bcount), free(s->acount);
+    free(s->wmax);
+    s->start = p[0], s->end = p[1], s->vstart = p[2], s->vend = p[3], s->bcount = p[4], s->acount = p[5];
+    s->wmax = w, s->vwmax = w + S;
+    s->slab_cap = S;
+    return true;
+}
+
+static bool reserve_arr(bench_impl *s, int32_t cap) {
+    if (cap <= s->arr_cap) return true;
+    rec *a = malloc((size_t)cap * sizeof *a), *b = malloc((size_t)cap * sizeof *b);
+    if (!a || !b) {
+        free(a), free(b);
+        return false;
+    }
+    free(s->arr), free(s->arr2);
+    s->arr = a, s->arr2 = b, s->arr_cap = cap;
+    return true;
+}
+
+static void count_bytes(bench_impl *s) {
+    s->bytes = sizeof *s + soa_bytes(&s->A, true) + soa_bytes(&s->B, true) + soa_bytes(&s->V, false) +
+               (size_t)s->slab_cap * (6 * sizeof(int32_t) + 2 * sizeof(double)) +
+               (size_t)s->arr_cap * 2 * sizeof(rec);
+}
+
+/* ---- learning the slabs --------------------------------------------------- */
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* y0, the slab height and the slab count from a sample of the boxes: the
+ * 0.5% and 99.5% quantiles of min_y bound the slabs (boxes beyond fall in
+ * the end slabs, which stays exact), the height is SAP_SLAB_FACTOR median
+ * heights, and the slabs are coarsened until the visitor copies (the sum
+ * of e - s) are at most 2n, so tall boxes cannot blow up memory or time. */
+static bool learn_slabs(bench_impl *s, const qg_rect *boxes, int32_t n) {
+    enum { SAMPLE = 2048 };
+    float ys[SAMPLE], hs[SAMPLE];
+    int32_t m = n < SAMPLE ? n : SAMPLE;
+    for (int32_t k = 0; k < m; k++) {
+        const qg_rect *b = &boxes[(int64_t)k * n / m];
+        ys[k] = b->min_y;
+        hs[k] = b->max_y - b->min_y;
+    }
+    s->y0 = 0.0, s->inv_h = 0.0, s->S = 1;
+    if (m >= 2) {
+        qsort(ys, (size_t)m, sizeof *ys, cmp_float);
+        qsort(hs, (size_t)m, sizeof *hs, cmp_float);
+        double lo = ys[m / 200], hi = ys[m - 1 - m / 200];
+        double h = SAP_SLAB_FACTOR * (double)hs[m / 2];
+        int32_t smax = n / 16 > 1 ? n / 16 : 1;
+        if (!(h > 0.0) || !isfinite(h)) h = (hi - lo) / smax;
+        if (hi > lo && h > 0.0) {
+            double count = (hi - lo) / h;
+            int32_t S = count >= smax ? smax : (int32_t)count + 1;
+            for (;;) {
+                s->S = S, s->y0 = lo, s->inv_h = S > 1 ? (double)S / (hi - lo) : 0.0;
+                if (S == 1) break;
+                int64_t copies = 0;
+                for (int32_t i = 0; i < n; i++) copies += slab_of(s, boxes[i].max_y) - slab_of(s, boxes[i].min_y);
+                if (copies <= 2 * (int64_t)n) break;
+                S = (S + 1) / 2;
+            }
+        }
+    }
+    if (s->S == 1) s->inv_h = 0.0;
+    return reserve_slabs(s, s->S);
+}
+
+/* ---- filling A and V from the sorted sources ------------------------------- */
+
+static inline void put(soa *a, int32_t at, const rec *r) {
+    a->mnx[at] = r->mnx, a->mxx[at] = r->mxx, a->mny[at] = r->mny, a->mxy[at] = r->mxy;
+    a->id[at] = r->id, a->e[at] = r->e;
+}
+
+static inline void put_sentinels(soa *a, int32_t at, bool with_mny) {
+    for (int k = 0; k < PAD; k++) {
+        a->mnx[at + k] = SENTINEL, a->mxx[at + k] = 0, a->mxy[at + k] = 0, a->id[at + k] = -1;
+        a->e[at + k] = -1;
+        if (with_mny) a->mny[at + k] = 0;
+    }
+}
+
+/* Slab s's members are the merge of the stayers B[bfrom, bfrom + bn)
+ * (sorted) and the arrivals arr[afrom, afrom + an) (sorted). Then the
+ * visitors of slab s + 1 are the merge of the members of s and the visitors
+ * of s whose max_y reaches slab s + 1 (both already sorted). */
+static bool fill(bench_impl *s) {
+    const int32_t S = s->S;
+    int32_t bfrom = 0, afrom = 0, at = 0;
+    soa *A = &s->A, *B = &s->B;
+    for (int32_t sl = 0; sl < S; sl++) {
+        const int32_t bn = s->bcount[sl], an = s->acount[sl];
+        const rec *ar = s->arr2 + afrom;
+        int32_t i = 0, j = 0;
+        s->start[sl] = at;
+        while (i < bn && j < an) {
+            if (B->mnx[bfrom + i] <= ar[j].mnx) {
+                int32_t b = bfrom + i++;
+                A->mnx[at] = B->mnx[b], A->mxx[at] = B->mxx[b], A->mny[at] = B->mny[b];
+                A->mxy[at] = B->mxy[b], A->id[at] = B->id[b], A->e[at] = B->e[b];
+                at++;
+            } else {
+                put(A, at++, &ar[j++]);
+            }
+        }
+        if (i < bn) {
+            size_t k = (size_t)(bn - i) * sizeof(int32_t);
+            int32_t b = bfrom + i;
+            memcpy(A->mnx + at, B->mnx + b, k), memcpy(A->mxx + at, B->mxx + b, k);
+            memcpy(A->mny + at, B->mny + b, k), memcpy(A->mxy + at, B->mxy + b, k);
+            memcpy(A->id + at, B->id + b, k), memcpy(A->e + at, B->e + b, k);
+            at += bn - i;
+        }
+        for (; j < an; j++) put(A, at++, &ar[j]);
+        s->end[sl] = at;
+        put_sentinels(A, at, true);
+        at += PAD;
+        bfrom += bn, afrom += an;
+    }
+    /* Visitors. */
+    soa *V = &s->V;
+    int32_t vat = 0;
+    if (S > 0) {
+        s->vstart[0] = s->vend[0] = 0;
+        if (!soa_reserve(V, PAD, false)) return false;
+        put_sentinels(V, 0, false);
+        vat = PAD;
+    }
+    for (int32_t sl = 1; sl < S; sl++) {
+        /* Upper bound of this slab's visitors: previous members + visitors. */
+        int32_t mfrom = s->start[sl - 1], mto = s->end[sl - 1];
+        int32_t vfrom = s->vstart[sl - 1], vto = s->vend[sl - 1];
+        int32_t need = vat + (mto - mfrom) + (vto - vfrom) + PAD;
+        if (need > V->cap) {
+            soa old = *V;
+            soa grown = {0};
+            int32_t cap = need + need / 2 + 64;
+            if (!soa_reserve(&grown, cap, false)) return false;
+            size_t k = (size_t)vat * sizeof(int32_t);
+            memcpy(grown.mnx, old.mnx, k), memcpy(grown.mxx, old.mxx, k), memcpy(grown.mxy, old.mxy, k);
+            memcpy(grown.id, old.id, k), memcpy(grown.e, old.e, k);
+            soa_free(V);
+            *V = grown;
+        }
+        s->vstart[sl] = vat;
+        int32_t i = mfrom, j = vfrom;
+        for (;;) {
+            while (i < mto && A->e[i] < sl) i++;
+            while (j < vto && V->e[j] < sl) j++;
+            if (i >= mto && j >= vto) break;
+            if (j >= vto || (i < mto && A->mnx[i] <= V->mnx[j])) {
+                V->mnx[vat] = A->mnx[i], V->mxx[vat] = A->mxx[i], V->mxy[vat] = A->mxy[i];
+                V->id[vat] = A->id[i], V->e[vat] = A->e[i];
+                i++;
+            } else {
+                V->mnx[vat] = V->mnx[j], V->mxx[vat] = V->mxx[j], V->mxy[vat] = V->mxy[j];
+                V->id[vat] = V->id[j], V->e[vat] = V->e[j];
+                j++;
+            }
+            vat++;
+        }
+        s->vend[sl] = vat;
+        put_sentinels(V, vat, false);
+        vat += PAD;
+    }
+    s->wdirty = true;
+    return true;
+}
+
+/* ---- fresh build: radix sort -------------------------------------------- */
+
+/* LSD radix sort of (slab, min_x key) with 11-bit digits: every histogram
+ * in one read pass, a pass skipped when one bucket holds every key
+ * (Terdiman, "Radix Sort Revisited"). */
+static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
+    s->n = n;
+    s->boxes = boxes;
+    if (!learn_slabs(s, boxes, n)) return false;
+    const int32_t S = s->S;
+    int32_t total = n + S * PAD + PAD;
+    if (!soa_reserve(&s->A, total, true) || !soa_reserve(&s->B, n > 0 ? n : 1, true)) return false;
+    rec *recs = malloc(((size_t)n + 1) * sizeof *recs);
+    uint64_t *k0 = malloc(((size_t)n + 1) * sizeof *k0), *k1 = malloc(((size_t)n + 1) * sizeof *k1);
+    uint32_t *i0 = malloc(((size_t)n + 1) * sizeof *i0), *i1 = malloc(((size_t)n + 1) * sizeof *i1);
+    bool ok = recs && k0 && k1 && i0 && i1 && reserve_arr(s, n > 0 ? n : 1);
+    if (ok) {
+        enum { BITS = 11, BUCKETS = 1 << BITS };
+        int passes = 3;
+        while (passes < 6 && ((uint64_t)(S - 1) >> (passes * BITS - 32)) != 0) passes++;
+        uint32_t(*hist)[BUCKETS] = calloc((size_t)passes, sizeof *hist);
+        ok = hist != NULL;
+        if (ok) {
+            for (int32_t i = 0; i < n; i++) {
+                make_rec(s, &boxes[i], i, &recs[i]);
+                uint64_t key = ((uint64_t)(uint32_t)recs[i].s << 32) | ((uint32_t)recs[i].mnx ^ 0x80000000u);
+                k0[i] = key, i0[i] = (uint32_t)i;
+                for (int p = 0; p < passes; p++) hist[p][(key >> (p * BITS)) & (BUCKETS - 1)]++;
+            }
+            for (int p = 0; p < passes; p++) {
+                const int sh = p * BITS;
+                if (n == 0 || hist[p][(k0[0] >> sh) & (BUCKETS - 1)] == (uint32_t)n) continue;
+                uint32_t off[BUCKETS], sum = 0;
+                for (int b = 0; b < BUCKETS; b++) off[b] = sum, sum += hist[p][b];
+                for (int32_t i = 0; i < n; i++) {
+                    uint32_t d = off[(k0[i] >> sh) & (BUCKETS - 1)]++;
+                    k1[d] = k0[i], i1[d] = i0[i];
+                }
+                uint64_t *tk = k0;
+                k0 = k1, k1 = tk;
+                uint32_t *ti = i0;
+                i0 = i1, i1 = ti;
+            }
+            free(hist);
+            /* Every box is an arrival, already sorted. */
+            for (int32_t sl = 0; sl < S; sl++) s->bcount[sl] = 0, s->acount[sl] = 0;
+            for (int32_t i = 0; i < n; i++) {
+                s->arr2[i] = recs[i0[i]];
+                s->acount[s->arr2[i].s]++;
+            }
+            ok = fill(s);
+        }
+    }
+    free(recs), free(k0), free(k1), free(i0), free(i1);
+    /* The arrival buffers were sized for a fresh build: keep a frame's worth. */
+    if (ok && s->arr_cap > n / 8 + 64) {
+        free(s->arr), free(s->arr2);
+        s->arr = s->arr2 = NULL, s->arr_cap = 0;
+        ok = reserve_arr(s, n / 8 + 64);
+    }
+    count_bytes(s);
+    return ok;
+}
+
+/* ---- a frame: mend last frame's order ---------------------------------------- */
+
+/* Walks last frame's order: a box still in its slab is appended to the
+ * slab's stayers in B with an insertion step (it moved a little, so it
+ * moves back a few places at most: Terdiman's coherent insertion sort); a
+ * box that changed slab goes to the arrivals. Then the arrivals are grouped
+ * by slab (a stable counting pass) and mended the same way, and fill()
+ * merges the two. The work is bounded: too many moves or arrivals, or boxes
+ * escaping the learned slabs, and the frame is a fresh build instead. */
+static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
+    const int32_t S = s->S;
+    soa *A = &s->A, *B = &s->B;
+    int64_t budget = 8 * (int64_t)n + 1024, moves = 0;
+    int32_t narr = 0, bat = 0, escaped = 0;
+    const int32_t arr_limit = n / 8 + 64, esc_limit = n / 16 + 16;
+    if (!reserve_arr(s, arr_limit)) return false;
+    int64_t copies = 0;
+    const double y0 = s->y0, inv_h = s->inv_h, top = (double)(S - 1);
+    for (int32_t sl = 0; sl < S; sl++) s->acount[sl] = 0;
+    for (int32_t sl = 0; sl < S; sl++) {
+        const int32_t from = s->start[sl], to = s->end[sl], bfrom = bat;
+        for (int32_t j = from; j < to; j++) {
+            const int32_t id = A->id[j];
+            const qg_rect *b = &boxes[id];
+            double ty = ((double)b->min_y - y0) * inv_h, te = ((double)b->max_y - y0) * inv_h;
+            int32_t ns, ne;
+            if (!(ty >= 0.0)) ns = 0, escaped += ty < -1.0;
+            else if (ty >= top) ns = S - 1, escaped += ty >= top + 2.0;
+            else ns = (int32_t)ty;
+            if (!(te >= 0.0)) ne = 0;
+            else if (te >= top) ne = S - 1;
+            else ne = (int32_t)te;
+            if (ne < ns) ne = ns;
+            copies += ne - ns;
+            const int32_t mnx = key_of(b->min_x), mxx = key_of(b->max_x);
+            const int32_t mny = key_of(b->min_y), mxy = key_of(b->max_y);
+            if (ns == sl) {
+                int32_t at = bat++;
+                while (at > bfrom && B->mnx[at - 1] > mnx) {
+                    B->mnx[at] = B->mnx[at - 1], B->mxx[at] = B->mxx[at - 1], B->mny[at] = B->mny[at - 1];
+                    B->mxy[at] = B->mxy[at - 1], B->id[at] = B->id[at - 1], B->e[at] = B->e[at - 1];
+                    at--;
+                }
+                moves += bat - 1 - at;
+                B->mnx[at] = mnx, B->mxx[at] = mxx, B->mny[at] = mny, B->mxy[at] = mxy, B->id[at] = id;
+                B->e[at] = ne;
+            } else {
+                if (narr == arr_limit) return build_fresh(s, boxes, n);
+                rec *r = &s->arr[narr++];
+                r->mnx = mnx, r->mxx = mxx, r->mny = mny, r->mxy = mxy, r->id = id, r->s = ns, r->e = ne;
+                s->acount[ns]++;
+            }
+        }
+        s->bcount[sl] = bat - bfrom;
+        if (moves > budget || escaped > esc_limit || copies > 3 * (int64_t)n + 64)
+            return build_fresh(s, boxes, n);
+    }
+    /* Arrivals: grouped by slab (stable), then an insertion sort per group
+     * (each group is a few sorted runs, one per slab it came from). */
+    int32_t off = 0;
+    for (int32_t sl = 0; sl < S; sl++) {
+        int32_t c = s->acount[sl];
+        s->acount[sl] = off; /* start, for now */
+        off += c;
+    }
+    for (int32_t k = 0; k < narr; k++) s->arr2[s->acount[s->arr[k].s]++] = s->arr[k];
+    int32_t prev = 0;
+    for (int32_t sl = 0; sl < S; sl++) {
+        int32_t endg = s->acount[sl];
+        for (int32_t k = prev + 1; k < endg; k++) {
+            rec r = s->arr2[k];
+            int32_t at = k;
+            while (at > prev && s->arr2[at - 1].mnx > r.mnx) s->arr2[at] = s->arr2[at - 1], at--;
+            s->arr2[at] = r;
+        }
+        s->acount[sl] = endg - prev;
+        prev = endg;
+    }
+    s->boxes = boxes;
+    return fill(s);
+}
+
+/* ---- the sweep kernels ------------------------------------------------------- */
+
+/* Emits (a, b) ordered; false when fn asks to stop. */
+#define EMIT(a, b)                                                                                            \
+    do {                                                                                                      \
+        int32_t a_ = (a), b_ = (b);                                                                           \
+        if (!(a_ < b_ ? fn(a_, b_, user) : fn(b_, a_, user))) return false;                                   \
+    } while (0)
+
+/* One run against itself: for each box, the later boxes whose min_x is at
+ * most its max_x (the sentinel ends the loop), then the y test. */
+static bool self_scalar(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, void *user) {
+    const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
+    for (int32_t i = from; i < to; i++) {
+        const int32_t x1 = A->mxx[i], y0 = mny[i], y1 = mxy[i];
+        for (int32_t j = i + 1; mnx[j] <= x1; j++)
+            if (mny[j] <= y1 && y0 <= mxy[j]) EMIT(id[i], id[j]);
+    }
+    return true;
+}
+
+/* Members M[mf, mt) against visitors V[vf, vt) (bipartite box pruning,
+ * Terdiman part 2): each member meets the visitors starting at or after its
+ * min_x, each visitor the members starting strictly after its min_x, so a
+ * pair is met once. A visitor's min_y is below every member's, so the only
+ * y test is visitor max_y >= member min_y. */
+static bool bip_scalar(const soa *M, int32_t mf, int32_t mt, const soa *V, int32_t vf, int32_t vt,
+                       qg_pair_fn *fn, void *user) {
+    int32_t p = vf;
+    for (int32_t i = mf; i < mt; i++) {
+        const int32_t x0 = M->mnx[i], x1 = M->mxx[i], y0 = M->mny[i];
+        while (V->mnx[p] < x0) p++;
+        for (int32_t j = p; V->mnx[j] <= x1; j++)
+            if (V->mxy[j] >= y0) EMIT(M->id[i], V->id[j]);
+    }
+    p = mf;
+    for (int32_t i = vf; i < vt; i++) {
+        const int32_t x0 = V->mnx[i], x1 = V->mxx[i], y1 = V->mxy[i];
+        while (M->mnx[p] <= x0) p++;
+        for (int32_t j = p; M->mnx[j] <= x1; j++)
+            if (M->mny[j] <= y1) EMIT(V->id[i], M->id[j]);
+    }
+    return true;
+}
+
+#if SAP_X86
+/* The same loops 4 candidates at a time (SSE2, the x86-64 baseline): the x
+ * test and the y tests in one mask (Terdiman parts 8-15). The sentinels
+ * fail the x test, and every lane past the first x failure fails it too
+ * (sorted), so a chunk with any x failure is the last. */
+static bool self_sse2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, void *user) {
+    const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
+    for (int32_t i = from; i < to; i++) {
+        const __m128i x1 = _mm_set1_epi32(A->mxx[i]), y0 = _mm_set1_epi32(mny[i]),
+                      y1 = _mm_set1_epi32(mxy[i]);
+        for (int32_t j = i + 1;; j += 4) {
+            __m128i xf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(mnx + j)), x1);
+            __m128i yf = _mm_or_si128(_mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(mny + j)), y1),
+                                      _mm_cmpgt_epi32(y0, _mm_loadu_si128((const __m128i *)(mxy + j))));
+            int fail = _mm_movemask_ps(_mm_castsi128_ps(xf));
+            int hit = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(xf, yf))) & 0xF;
+            while (hit) {
+                int b = __builtin_ctz((unsigned)hit);
+                hit &= hit - 1;
+                EMIT(id[i], id[j + b]);
+            }
+            if (fail) break;
+        }
+    }
+    return true;
+}
+
+static bool bip_sse2(const soa *M, int32_t mf, int32_t mt, const soa *V, int32_t vf, int32_t vt,
+                     qg_pair_fn *fn, void *user) {
+    int32_t p = vf;
+    for (int32_t i = mf; i < mt; i++) {
+        const int32_t x0 = M->mnx[i];
+        while (V->mnx[p] < x0) p++;
+        const __m128i x1 = _mm_set1_epi32(M->mxx[i]), y0 = _mm_set1_epi32(M->mny[i]);
+        for (int32_t j = p;; j += 4) {
+            __m128i xf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(V->mnx + j)), x1);
+            __m128i yf = _mm_cmpgt_epi32(y0, _mm_loadu_si128((const __m128i *)(V->mxy + j)));
+            int fail = _mm_movemask_ps(_mm_castsi128_ps(xf));
+            int hit = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(xf, yf))) & 0xF;
+            while (hit) {
+                int b = __builtin_ctz((unsigned)hit);
+                hit &= hit - 1;
+                EMIT(M->id[i], V->id[j + b]);
+            }
+            if (fail) break;
+        }
+    }
+    p = mf;
+    for (int32_t i = vf; i < vt; i++) {
+        const int32_t x0 = V->mnx[i];
+        while (M->mnx[p] <= x0) p++;
+        const __m128i x1 = _mm_set1_epi32(V->mxx[i]), y1 = _mm_set1_epi32(V->mxy[i]);
+        for (int32_t j = p;; j += 4) {
+            __m128i xf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(M->mnx + j)), x1);
+            __m128i yf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(M->mny + j)), y1);
+            int fail = _mm_movemask_ps(_mm_castsi128_ps(xf));
+            int hit = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(xf, yf))) & 0xF;
+            while (hit) {
+                int b = __builtin_ctz((unsigned)hit);
+                hit &= hit - 1;
+                EMIT(V->id[i], M->id[j + b]);
+            }
+            if (fail) break;
+        }
+    }
+    return true;
+}
+
+/* 8 at a time with AVX2, chosen at run time (__builtin_cpu_supports). */
+__attribute__((target("avx2"))) static bool self_avx2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn,
+                                                     void *user) {
+    const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
+    for (int32_t i = from; i < to; i++) {
+        const __m256i x1 = _mm256_set1_epi32(A->mxx[i]), y0 = _mm256_set1_epi32(mny[i]),
+                      y1 = _mm256_set1_epi32(mxy[i]);
+        for (int32_t j = i + 1;; j += 8) {
+            __m256i xf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(mnx + j)), x1);
+            __m256i yf =
+                _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(mny + j)), y1),
+                                _mm256_cmpgt_epi32(y0, _mm256_loadu_si256((const __m256i *)(mxy + j))));
+            int fail = _mm256_movemask_ps(_mm256_castsi256_ps(xf));
+            int hit = ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(xf, yf))) & 0xFF;
+            while (hit) {
+                int b = __builtin_ctz((unsigned)hit);
+                hit &= hit - 1;
+                EMIT(id[i], id[j + b]);
+            }
+            if (fail) break;
+        }
+    }
+    return true;
+}
+
+__attribute__((target("avx2"))) static bool bip_avx2(const soa *M, int32_t mf, int32_t mt, const soa *V,
+                                                    int32_t vf, int32_t vt, qg_pair_fn *fn, void *user) {
+    int32_t p = vf;
+    for (int32_t i = mf; i < mt; i++) {
+        const int32_t x0 = M->mnx[i];
+        while (V->mnx[p] < x0) p++;
+        const __m256i x1 = _mm256_set1_epi32(M->mxx[i]), y0 = _mm256_set1_epi32(M->mny[i]);
+        for (int32_t j = p;; j += 8) {
+            __m256i xf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(V->mnx + j)), x1);
+            __m256i yf = _mm256_cmpgt_epi32(y0, _mm256_loadu_si256((const __m256i *)(V->mxy + j)));
+            int fail = _mm256_movemask_ps(_mm256_castsi256_ps(xf));
+            int hit = ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(xf, yf))) & 0xFF;
+            while (hit) {
+                int b = __builtin_ctz((unsigned)hit);
+                hit &= hit - 1;
+                EMIT(M->id[i], V->id[j + b]);
+            }
+            if (fail) break;
+        }
+    }
+    p = mf;
+    for (int32_t i = vf; i < vt; i++) {
+        const int32_t x0 = V->mnx[i];
+        while (M->mnx[p] <= x0) p++;
+        const __m256i x1 = _mm256_set1_epi32(V->mxx[i]), y1 = _mm256_set1_epi32(V->mxy[i]);
+        for (int32_t j = p;; j += 8) {
+            __m256i xf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(M->mnx + j)), x1);
+            __m256i yf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(M->mny + j)), y1);
+            int fail = _mm256_movemask_ps(_mm256_castsi256_ps(xf));
+            int hit = ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(xf, yf))) & 0xFF;
+            while (hit) {
+                int b = __builtin_ctz((unsigned)hit);
+                hit &= hit - 1;
+                EMIT(V->id[i], M->id[j + b]);
+            }
+            if (fail) break;
+        }
+    }
+    return true;
+}
+#endif
+
+/* ---- the vtable ---------------------------------------------------------------- */
+
+/* SAP_SIMD=0/1/2 in the environment forces scalar, SSE2 or AVX2 (for the
+ * check and for measuring one form against another). */
+static int pick_simd(void) {
+    const char *env = getenv("SAP_SIMD");
+    int want = env && *env ? atoi(env) : 2;
+#if SAP_X86
+    if (want >= 2 && __builtin_cpu_supports("avx2")) return 2;
+    return want >= 1 ? 1 : 0;
+#else
+    (void)want;
+    return 0;
+#endif
+}
+
+static bool sap_create(bench_impl **out, const bench_setup *setup, const void *arg) {
+    (void)setup, (void)arg;
+    bench_impl *s = calloc(1, sizeof *s);
+    *out = s;
+    if (!s) return false;
+    s->simd = pick_simd();
+    s->S = 0;
+    count_bytes(s);
+    return true;
+}
+
+static bool sap_build(bench_impl *s, const qg_rect *boxes, int32_t n, bool bulk) {
+    (void)bulk;
+    s->nomem = !build_fresh(s, boxes, n);
+    return !s->nomem;
+}
+
+static bool sap_update(bench_impl *s, const qg_rect *boxes, int32_t n) {
+    bool ok = (n != s->n || s->S == 0) ? build_fresh(s, boxes, n) : update_coherent(s, boxes, n);
+    count_bytes(s);
+    s->nomem = !ok;
+    return ok;
+}
+
+static bool sap_pairs(bench_impl *s, qg_pair_fn *fn, void *user) {
+    for (int32_t sl = 0; sl < s->S; sl++) {
+        const int32_t f = s->start[sl], t = s->end[sl], vf = s->vstart[sl], vt = s->vend[sl];
+        bool go;
+#if SAP_X86
+        if (s->simd == 2)
+            go = self_avx2(&s->A, f, t, fn, user) && (vf == vt || bip_avx2(&s->A, f, t, &s->V, vf, vt, fn, user));
+        else if (s->simd == 1)
+            go = self_sse2(&s->A, f, t, fn, user) && (vf == vt || bip_sse2(&s->A, f, t, &s->V, vf, vt, fn, user));
+        else
+#endif
+            go = self_scalar(&s->A, f, t, fn, user) &&
+                 (vf == vt || bip_scalar(&s->A, f, t, &s->V, vf, vt, fn, user));
+        if (!go) break;
+    }
+    return true;
+}
+
+/* Per-slab widest member and visitor, for where a window query's scan
+ * starts; computed at the first query after a change. */
+static void widths(bench_impl *s) {
+    if (!s->wdirty) return;
+    double mw = 0.0;
+    for (int32_t sl = 0; sl < s->S; sl++) {
+        double w = 0.0, v = 0.0;
+        for (int32_t j = s->start[sl]; j < s->end[sl]; j++) {
+            double d = (double)float_of(s->A.mxx[j]) - (double)float_of(s->A.mnx[j]);
+            if (d > w) w = d;
+        }
+        for (int32_t j = s->vstart[sl]; j < s->vend[sl]; j++) {
+            double d = (double)float_of(s->V.mxx[j]) - (double)float_of(s->V.mnx[j]);
+            if (d > v) v = d;
+        }
+        s->wmax[sl] = w, s->vwmax[sl] = v;
+        if (w > mw) mw = w;
+    }
+    s->max_width = mw;
+    s->wdirty = false;
+}
+
+/* The first index of [from, to) whose min_x can reach x0 (a box there has
+ * min_x >= x0 - wmax; the start is rounded down, so it is conservative). */
+static int32_t scan_from(const int32_t *mnx, int32_t from, int32_t to, float x0, double wmax) {
+    double lo = (double)x0 - wmax * (1.0 + 1e-6) - 1e-30;
+    int32_t k = lo < -3.4e38 ? INT32_MIN : key_of(nextafterf((float)lo, -INFINITY));
+    int32_t a = from, b = to;
+    while (a < b) {
+        int32_t m = a + (b - a) / 2;
+        if (mnx[m] < k) a = m + 1;
+        else b = m;
+    }
+    return a;
+}
+
+static bool sap_query(bench_impl *s, qg_rect area, qg_query_fn *fn, void *user) {
+    if (s->n == 0 || s->S == 0) return true;
+    widths(s);
+    const int32_t x0 = key_of(area.min_x), x1 = key_of(area.max_x), y0 = key_of(area.min_y),
+                  y1 = key_of(area.max_y);
+    const int32_t s0 = slab_of(s, area.min_y), s1 = slab_of(s, area.max_y);
+    /* Boxes of lower slabs reaching s0 are its visitors (their min_y is
+     * below area.min_y, so only max_y is tested). */
+    for (int32_t j = scan_from(s->V.mnx, s->vstart[s0], s->vend[s0], area.min_x, s->vwmax[s0]);
+         s->V.mnx[j] <= x1; j++)
+        if (s->V.mxx[j] >= x0 && s->V.mxy[j] >= y0 && !fn(s->V.id[j], user)) return true;
+    for (int32_t sl = s0; sl <= s1; sl++)
+        for (int32_t j = scan_from(s->A.mnx, s->start[sl], s->end[sl], area.min_x, s->wmax[sl]);
+             s->A.mnx[j] <= x1; j++)
+            if (s->A.mxx[j] >= x0 && s->A.mny[j] <= y1 && s->A.mxy[j] >= y0 && !fn(s->A.id[j], user))
+                return true;
+    return true;
+}
+
+static size_t sap_bytes(bench_impl *s) {
+    return s->bytes;
+}
+
+static void sap_destroy(bench_impl *s) {
+    if (!s) return;
+    soa_free(&s->A), soa_free(&s->B), soa_free(&s->V);
+    free(s->start), free(s->end), free(s->vstart), free(s->vend), free(s->bcount), free(s->acount);
+    free(s->wmax), free(s->arr), free(s->arr2);
+    free(s);
+}
+
+static const char *sap_error(bench_impl *s) {
+    return s->nomem ? "out of memory" : NULL;
+}
+
+/* ---- rays and knn: window queries with the exact tests (as sweep.c) ------------- */
+
+typedef struct ray_ctx {
+    const qg_rect *boxes;
+    const bench_ray *ray;
+    qg_query_fn *fn;
+    void *user;
+    int32_t best;
+    float best_t;
+} ray_ctx;
+
+static qg_rect ray_window(const bench_ray *r) {
+    float ex = r->ox + r->max_t * r->dx, ey = r->oy + r->max_t * r->dy;
+    qg_rect w = {r->ox < ex ? r->ox : ex, r->oy < ey ? r->oy : ey, r->ox > ex ? r->ox : ex,
+                 r->oy > ey ? r->oy : ey};
+    w.min_x -= 1.0f, w.min_y -= 1.0f, w.max_x += 1.0f, w.max_y += 1.0f;
+    return w;
+}
+
+static bool ray_all_cand(qg_handle i, void *user) {
+    ray_ctx *c = user;
+    const bench_ray *r = c->ray;
+    if (qg_ray_box(c->boxes[i], r->ox, r->oy, r->dx, r->dy, r->max_t, NULL)) c->fn(i, c->user);
+    return true;
+}
+
+static bool ray_closest_cand(qg_handle i, void *user) {
+    ray_ctx *c = user;
+    const bench_ray *r = c->ray;
+    float t;
+    if (qg_ray_box(c->boxes[i], r->ox, r->oy, r->dx, r->dy, r->max_t, &t) &&
+        (c->best < 0 || t < c->best_t || (t == c->best_t && i < c->best)))
+        c->best = i, c->best_t = t;
+    return true;
+}
+
+static bool sap_ray_all(bench_impl *s, const bench_ray *ray, qg_query_fn *fn, void *user) {
+    ray_ctx c = {s->boxes, ray, fn, user, -1, 0.0f};
+    return sap_query(s, ray_window(ray), ray_all_cand, &c);
+}
+
+static bool sap_ray_closest(bench_impl *s, const bench_ray *ray, int32_t *hit, float *t) {
+    ray_ctx c = {s->boxes, ray, NULL, NULL, -1, 0.0f};
+    bool ok = sap_query(s, ray_window(ray), ray_closest_cand, &c);
+    *hit = c.best;
+    *t = c.best_t;
+    return ok;
+}
+
+typedef struct near_ctx {
+    const qg_rect *boxes;
+    float x, y;
+    int32_t k, count, seen;
+    int32_t id[BENCH_KNN_MAX];
+    float d2[BENCH_KNN_MAX];
+} near_ctx;
+
+static bool near_cand(qg_handle i, void *user) {
+    near_ctx *c = user;
+    c->seen++;
+    float d = qg_point_box_distance2(c->boxes[i], c->x, c->y);
+    int32_t j = c->count;
+    if (j == c->k) {
+        if (d > c->d2[j - 1] || (d == c->d2[j - 1] && i > c->id[j - 1])) return true;
+        j--;
+    } else {
+        c->count++;
+    }
+    for (; j > 0 && (c->d2[j - 1] > d || (c->d2[j - 1] == d && c->id[j - 1] > i)); j--) {
+        c->d2[j] = c->d2[j - 1];
+        c->id[j] = c->id[j - 1];
+    }
+    c->d2[j] = d;
+    c->id[j] = i;
+    return true;
+}
+
+/* Growing squares around the point until the k-th best distance is inside
+ * the square (or the square held every box), as sweep.c. */
+static bool sap_nearest(bench_impl *s, float x, float y, int32_t k, int32_t *out, float *d2, int32_t *found) {
+    near_ctx c;
+    c.boxes = s->boxes, c.x = x, c.y = y, c.k = k;
+    *found = 0;
+    if (k <= 0 || k > BENCH_KNN_MAX || s->n == 0) return k >= 0 && k <= BENCH_KNN_MAX;
+    widths(s);
+    for (float r = 2.0f * (float)s->max_width + 1.0f;; r *= 2.0f) {
+        c.count = 0, c.seen = 0;
+        float m = r + 1.0f + r * 1e-5f;
+        qg_rect w = {x - m, y - m, x + m, y + m};
+        sap_query(s, w, near_cand, &c);
+        if (c.seen == s->n || (c.count == k && c.d2[k - 1] <= r * r) || !(r < 3e38f)) break;
+    }
+    for (int32_t i = 0; i < c.count; i++) {
+        out[i] = c.id[i];
+        if (d2) d2[i] = c.d2[i];
+    }
+    *found = c.count;
+    return true;
+}
+
+const bench_vtable bench_sap_vtable = {
+    sap_create, sap_build, sap_update, sap_pairs, sap_query, sap_bytes, sap_destroy, sap_error, NULL, NULL,
+    sap_ray_all, sap_ray_closest, sap_nearest,
+};
