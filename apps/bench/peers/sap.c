@@ -74,13 +74,11 @@ typedef struct soa {
 struct bench_impl {
     int32_t n, S;
     double y0, inv_h; /* f(y) = clamp(floor((y - y0) * inv_h), 0, S - 1) */
-    /* The members: slab s holds A[start[s], end[s]), PAD sentinels after. */
+    /* Slab s's run: A[start[s], end[s]), sorted by min_x, PAD sentinels
+     * after. It holds the slab's members (id >= 0) and its visitors, the
+     * boxes of lower slabs whose max_y reaches it (id stored as ~id). */
     soa A;
     int32_t *start, *end;
-    /* Visitors of slab s: V[vstart[s], vend[s]) (no mny: a visitor's min_y
-     * is below every member's). */
-    soa V;
-    int32_t *vstart, *vend;
     int32_t slab_cap;
     /* Frame scratch: the stayers of each slab, compacted, then mended. */
     soa B;
@@ -90,7 +88,7 @@ struct bench_impl {
     int32_t *acount;
     /* For rays, nearest and queries. */
     const qg_rect *boxes;
-    double *wmax, *vwmax; /* widest member / visitor per slab (lazy) */
+    double *wmax; /* widest box per run (lazy) */
     bool wdirty;
     double max_width;
     bool nomem;
@@ -163,19 +161,14 @@ static bool soa_reserve(soa *a, int32_t cap, bool with_mny) {
 static bool reserve_slabs(bench_impl *s, int32_t S) {
     if (S <= s->slab_cap) return true;
     size_t sz = (size_t)S * sizeof(int32_t);
-    int32_t *p[7];
-    p[0] = malloc(sz), p[1] = malloc(sz), p[2] = malloc(sz), p[3] = malloc(sz), p[4] = malloc(sz),
-    p[5] = malloc(sz);
-    double *w = malloc((size_t)S * 2 * sizeof(double));
-    if (!p[0] || !p[1] || !p[2] || !p[3] || !p[4] || !p[5] || !w) {
-        for (int i = 0; i < 6; i++) free(p[i]);
-        free(w);
+    int32_t *p0 = malloc(sz), *p1 = malloc(sz), *p2 = malloc(sz), *p3 = malloc(sz);
+    double *w = malloc((size_t)S * sizeof(double));
+    if (!p0 || !p1 || !p2 || !p3 || !w) {
+        free(p0), free(p1), free(p2), free(p3), free(w);
         return false;
     }
-    free(s->start), free(s->end), free(s->vstart), free(s->vend), free(s->bcount), free(s->acount);
-    free(s->wmax);
-    s->start = p[0], s->end = p[1], s->vstart = p[2], s->vend = p[3], s->bcount = p[4], s->acount = p[5];
-    s->wmax = w, s->vwmax = w + S;
+    free(s->start), free(s->end), free(s->bcount), free(s->acount), free(s->wmax);
+    s->start = p0, s->end = p1, s->bcount = p2, s->acount = p3, s->wmax = w;
     s->slab_cap = S;
     return true;
 }
@@ -193,8 +186,8 @@ static bool reserve_arr(bench_impl *s, int32_t cap) {
 }
 
 static void count_bytes(bench_impl *s) {
-    s->bytes = sizeof *s + soa_bytes(&s->A, true) + soa_bytes(&s->B, true) + soa_bytes(&s->V, false) +
-               (size_t)s->slab_cap * (6 * sizeof(int32_t) + 2 * sizeof(double)) +
+    s->bytes = sizeof *s + soa_bytes(&s->A, true) + soa_bytes(&s->B, true) +
+               (size_t)s->slab_cap * (4 * sizeof(int32_t) + sizeof(double)) +
                (size_t)s->arr_cap * 2 * sizeof(rec);
 }
 
@@ -244,8 +237,6 @@ static bool learn_slabs(bench_impl *s, const qg_rect *boxes, int32_t n) {
     return reserve_slabs(s, s->S);
 }
 
-/* ---- filling A and V from the sorted sources ------------------------------- */
-
 static inline void put(soa *a, int32_t at, const rec *r) {
     a->mnx[at] = r->mnx, a->mxx[at] = r->mxx, a->mny[at] = r->mny, a->mxy[at] = r->mxy;
     a->id[at] = r->id, a->e[at] = r->e;
@@ -259,88 +250,49 @@ static inline void put_sentinels(soa *a, int32_t at, bool with_mny) {
     }
 }
 
-/* Slab s's members are the merge of the stayers B[bfrom, bfrom + bn)
- * (sorted) and the arrivals arr[afrom, afrom + an) (sorted). Then the
- * visitors of slab s + 1 are the merge of the members of s and the visitors
- * of s whose max_y reaches slab s + 1 (both already sorted). */
-static bool fill(bench_impl *s) {
+/* ---- filling the runs from the sorted sources ---------------------------- */
+
+/* Slab s's run is the merge of three sorted sources: its stayers
+ * B[bfrom, bfrom + bn), its arrivals arr2[afrom, afrom + an), and the
+ * entries of slab s - 1's run (members or visitors) whose max_y reaches
+ * slab s, which become visitors. `copies` is the number of visitor entries
+ * (the sum of e - s), so A is sized before it is written. */
+static bool fill(bench_impl *s, int64_t copies) {
     const int32_t S = s->S;
-    int32_t bfrom = 0, afrom = 0, at = 0;
+    int64_t need = (int64_t)s->n + copies + (int64_t)S * PAD + PAD;
+    if (need > INT32_MAX / 2) return false;
+    if (need > s->A.cap && !soa_reserve(&s->A, (int32_t)(need + need / 8), true)) return false;
     soa *A = &s->A, *B = &s->B;
+    int32_t bfrom = 0, afrom = 0, at = 0, pf = 0, pt = 0;
     for (int32_t sl = 0; sl < S; sl++) {
-        const int32_t bn = s->bcount[sl], an = s->acount[sl];
+        const int32_t bt = bfrom + s->bcount[sl], an = s->acount[sl];
         const rec *ar = s->arr2 + afrom;
-        int32_t i = 0, j = 0;
+        int32_t b = bfrom, j = 0, p = pf;
         s->start[sl] = at;
-        while (i < bn && j < an) {
-            if (B->mnx[bfrom + i] <= ar[j].mnx) {
-                int32_t b = bfrom + i++;
-                A->mnx[at] = B->mnx[b], A->mxx[at] = B->mxx[b], A->mny[at] = B->mny[b];
+        for (;;) {
+            while (p < pt && A->e[p] < sl) p++;
+            const int32_t kb = b < bt ? B->mnx[b] : SENTINEL, ka = j < an ? ar[j].mnx : SENTINEL,
+                          kp = p < pt ? A->mnx[p] : SENTINEL;
+            if (kb <= ka && kb <= kp) {
+                if (kb == SENTINEL) break;
+                A->mnx[at] = kb, A->mxx[at] = B->mxx[b], A->mny[at] = B->mny[b];
                 A->mxy[at] = B->mxy[b], A->id[at] = B->id[b], A->e[at] = B->e[b];
-                at++;
+                b++;
+            } else if (ka <= kp) {
+                put(A, at, &ar[j++]);
             } else {
-                put(A, at++, &ar[j++]);
+                const int32_t id = A->id[p];
+                A->mnx[at] = kp, A->mxx[at] = A->mxx[p], A->mny[at] = A->mny[p];
+                A->mxy[at] = A->mxy[p], A->id[at] = id < 0 ? id : ~id, A->e[at] = A->e[p];
+                p++;
             }
+            at++;
         }
-        if (i < bn) {
-            size_t k = (size_t)(bn - i) * sizeof(int32_t);
-            int32_t b = bfrom + i;
-            memcpy(A->mnx + at, B->mnx + b, k), memcpy(A->mxx + at, B->mxx + b, k);
-            memcpy(A->mny + at, B->mny + b, k), memcpy(A->mxy + at, B->mxy + b, k);
-            memcpy(A->id + at, B->id + b, k), memcpy(A->e + at, B->e + b, k);
-            at += bn - i;
-        }
-        for (; j < an; j++) put(A, at++, &ar[j]);
         s->end[sl] = at;
+        pf = s->start[sl], pt = at;
         put_sentinels(A, at, true);
         at += PAD;
-        bfrom += bn, afrom += an;
-    }
-    /* Visitors. */
-    soa *V = &s->V;
-    int32_t vat = 0;
-    if (S > 0) {
-        s->vstart[0] = s->vend[0] = 0;
-        if (!soa_reserve(V, PAD, false)) return false;
-        put_sentinels(V, 0, false);
-        vat = PAD;
-    }
-    for (int32_t sl = 1; sl < S; sl++) {
-        /* Upper bound of this slab's visitors: previous members + visitors. */
-        int32_t mfrom = s->start[sl - 1], mto = s->end[sl - 1];
-        int32_t vfrom = s->vstart[sl - 1], vto = s->vend[sl - 1];
-        int32_t need = vat + (mto - mfrom) + (vto - vfrom) + PAD;
-        if (need > V->cap) {
-            soa old = *V;
-            soa grown = {0};
-            int32_t cap = need + need / 2 + 64;
-            if (!soa_reserve(&grown, cap, false)) return false;
-            size_t k = (size_t)vat * sizeof(int32_t);
-            memcpy(grown.mnx, old.mnx, k), memcpy(grown.mxx, old.mxx, k), memcpy(grown.mxy, old.mxy, k);
-            memcpy(grown.id, old.id, k), memcpy(grown.e, old.e, k);
-            soa_free(V);
-            *V = grown;
-        }
-        s->vstart[sl] = vat;
-        int32_t i = mfrom, j = vfrom;
-        for (;;) {
-            while (i < mto && A->e[i] < sl) i++;
-            while (j < vto && V->e[j] < sl) j++;
-            if (i >= mto && j >= vto) break;
-            if (j >= vto || (i < mto && A->mnx[i] <= V->mnx[j])) {
-                V->mnx[vat] = A->mnx[i], V->mxx[vat] = A->mxx[i], V->mxy[vat] = A->mxy[i];
-                V->id[vat] = A->id[i], V->e[vat] = A->e[i];
-                i++;
-            } else {
-                V->mnx[vat] = V->mnx[j], V->mxx[vat] = V->mxx[j], V->mxy[vat] = V->mxy[j];
-                V->id[vat] = V->id[j], V->e[vat] = V->e[j];
-                j++;
-            }
-            vat++;
-        }
-        s->vend[sl] = vat;
-        put_sentinels(V, vat, false);
-        vat += PAD;
+        bfrom = bt, afrom += an;
     }
     s->wdirty = true;
     return true;
@@ -356,8 +308,8 @@ static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
     s->boxes = boxes;
     if (!learn_slabs(s, boxes, n)) return false;
     const int32_t S = s->S;
-    int32_t total = n + S * PAD + PAD;
-    if (!soa_reserve(&s->A, total, true) || !soa_reserve(&s->B, n > 0 ? n : 1, true)) return false;
+    if (!soa_reserve(&s->B, n > 0 ? n : 1, true)) return false;
+    int64_t copies = 0;
     rec *recs = malloc(((size_t)n + 1) * sizeof *recs);
     uint64_t *k0 = malloc(((size_t)n + 1) * sizeof *k0), *k1 = malloc(((size_t)n + 1) * sizeof *k1);
     uint32_t *i0 = malloc(((size_t)n + 1) * sizeof *i0), *i1 = malloc(((size_t)n + 1) * sizeof *i1);
@@ -371,6 +323,7 @@ static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
         if (ok) {
             for (int32_t i = 0; i < n; i++) {
                 make_rec(s, &boxes[i], i, &recs[i]);
+                copies += recs[i].e - recs[i].s;
                 uint64_t key = ((uint64_t)(uint32_t)recs[i].s << 32) | ((uint32_t)recs[i].mnx ^ 0x80000000u);
                 k0[i] = key, i0[i] = (uint32_t)i;
                 for (int p = 0; p < passes; p++) hist[p][(key >> (p * BITS)) & (BUCKETS - 1)]++;
@@ -396,7 +349,7 @@ static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
                 s->arr2[i] = recs[i0[i]];
                 s->acount[s->arr2[i].s]++;
             }
-            ok = fill(s);
+            ok = fill(s, copies);
         }
     }
     free(recs), free(k0), free(k1), free(i0), free(i1);
@@ -433,6 +386,7 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
         const int32_t from = s->start[sl], to = s->end[sl], bfrom = bat;
         for (int32_t j = from; j < to; j++) {
             const int32_t id = A->id[j];
+            if (id < 0) continue; /* a visitor: it is walked in its own slab */
             const qg_rect *b = &boxes[id];
             double ty = ((double)b->min_y - y0) * inv_h, te = ((double)b->max_y - y0) * inv_h;
             int32_t ns, ne;
@@ -489,7 +443,7 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
         prev = endg;
     }
     s->boxes = boxes;
-    return fill(s);
+    return fill(s, copies);
 }
 
 /* ---- the sweep kernels ------------------------------------------------------- */
@@ -501,103 +455,48 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
         if (!(a_ < b_ ? fn(a_, b_, user) : fn(b_, a_, user))) return false;                                   \
     } while (0)
 
-/* One run against itself: for each box, the later boxes whose min_x is at
- * most its max_x (the sentinel ends the loop), then the y test. */
+/* A run against itself: for each entry, the later entries whose min_x is
+ * at most its max_x (the sentinel ends the loop), then the y test; two
+ * visitors (both ids negative) are never a pair here, they met in a lower
+ * slab. */
+static inline int32_t real_id(int32_t id) {
+    return id ^ (id >> 31);
+}
+
 static bool self_scalar(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, void *user) {
     const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
     for (int32_t i = from; i < to; i++) {
-        const int32_t x1 = A->mxx[i], y0 = mny[i], y1 = mxy[i];
+        const int32_t x1 = A->mxx[i], y0 = mny[i], y1 = mxy[i], a = id[i];
         for (int32_t j = i + 1; mnx[j] <= x1; j++)
-            if (mny[j] <= y1 && y0 <= mxy[j]) EMIT(id[i], id[j]);
-    }
-    return true;
-}
-
-/* Members M[mf, mt) against visitors V[vf, vt) (bipartite box pruning,
- * Terdiman part 2): each member meets the visitors starting at or after its
- * min_x, each visitor the members starting strictly after its min_x, so a
- * pair is met once. A visitor's min_y is below every member's, so the only
- * y test is visitor max_y >= member min_y. */
-static bool bip_scalar(const soa *M, int32_t mf, int32_t mt, const soa *V, int32_t vf, int32_t vt,
-                       qg_pair_fn *fn, void *user) {
-    int32_t p = vf;
-    for (int32_t i = mf; i < mt; i++) {
-        const int32_t x0 = M->mnx[i], x1 = M->mxx[i], y0 = M->mny[i];
-        while (V->mnx[p] < x0) p++;
-        for (int32_t j = p; V->mnx[j] <= x1; j++)
-            if (V->mxy[j] >= y0) EMIT(M->id[i], V->id[j]);
-    }
-    p = mf;
-    for (int32_t i = vf; i < vt; i++) {
-        const int32_t x0 = V->mnx[i], x1 = V->mxx[i], y1 = V->mxy[i];
-        while (M->mnx[p] <= x0) p++;
-        for (int32_t j = p; M->mnx[j] <= x1; j++)
-            if (M->mny[j] <= y1) EMIT(V->id[i], M->id[j]);
+            if (mny[j] <= y1 && y0 <= mxy[j] && (a & id[j]) >= 0) EMIT(real_id(a), real_id(id[j]));
     }
     return true;
 }
 
 #if SAP_X86
-/* The same loops 4 candidates at a time (SSE2, the x86-64 baseline): the x
- * test and the y tests in one mask (Terdiman parts 8-15). The sentinels
- * fail the x test, and every lane past the first x failure fails it too
- * (sorted), so a chunk with any x failure is the last. */
+/* The same loop 4 candidates at a time (SSE2, the x86-64 baseline): the x
+ * test, the y tests and the visitor test in one mask (Terdiman, Box pruning
+ * revisited parts 8-15). The sentinels fail the x test, and every lane past
+ * the first x failure fails it too (sorted), so a chunk with any x failure
+ * is the last. */
 static bool self_sse2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, void *user) {
     const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
+    const __m128i zero = _mm_setzero_si128();
     for (int32_t i = from; i < to; i++) {
-        const __m128i x1 = _mm_set1_epi32(A->mxx[i]), y0 = _mm_set1_epi32(mny[i]),
-                      y1 = _mm_set1_epi32(mxy[i]);
+        const int32_t a = id[i];
+        const __m128i x1 = _mm_set1_epi32(A->mxx[i]), y0 = _mm_set1_epi32(mny[i]), y1 = _mm_set1_epi32(mxy[i]),
+                      va = _mm_set1_epi32(a);
         for (int32_t j = i + 1;; j += 4) {
             __m128i xf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(mnx + j)), x1);
             __m128i yf = _mm_or_si128(_mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(mny + j)), y1),
                                       _mm_cmpgt_epi32(y0, _mm_loadu_si128((const __m128i *)(mxy + j))));
+            __m128i vf = _mm_cmpgt_epi32(zero, _mm_and_si128(va, _mm_loadu_si128((const __m128i *)(id + j))));
             int fail = _mm_movemask_ps(_mm_castsi128_ps(xf));
-            int hit = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(xf, yf))) & 0xF;
+            int hit = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(_mm_or_si128(xf, yf), vf))) & 0xF;
             while (hit) {
                 int b = __builtin_ctz((unsigned)hit);
                 hit &= hit - 1;
-                EMIT(id[i], id[j + b]);
-            }
-            if (fail) break;
-        }
-    }
-    return true;
-}
-
-static bool bip_sse2(const soa *M, int32_t mf, int32_t mt, const soa *V, int32_t vf, int32_t vt,
-                     qg_pair_fn *fn, void *user) {
-    int32_t p = vf;
-    for (int32_t i = mf; i < mt; i++) {
-        const int32_t x0 = M->mnx[i];
-        while (V->mnx[p] < x0) p++;
-        const __m128i x1 = _mm_set1_epi32(M->mxx[i]), y0 = _mm_set1_epi32(M->mny[i]);
-        for (int32_t j = p;; j += 4) {
-            __m128i xf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(V->mnx + j)), x1);
-            __m128i yf = _mm_cmpgt_epi32(y0, _mm_loadu_si128((const __m128i *)(V->mxy + j)));
-            int fail = _mm_movemask_ps(_mm_castsi128_ps(xf));
-            int hit = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(xf, yf))) & 0xF;
-            while (hit) {
-                int b = __builtin_ctz((unsigned)hit);
-                hit &= hit - 1;
-                EMIT(M->id[i], V->id[j + b]);
-            }
-            if (fail) break;
-        }
-    }
-    p = mf;
-    for (int32_t i = vf; i < vt; i++) {
-        const int32_t x0 = V->mnx[i];
-        while (M->mnx[p] <= x0) p++;
-        const __m128i x1 = _mm_set1_epi32(V->mxx[i]), y1 = _mm_set1_epi32(V->mxy[i]);
-        for (int32_t j = p;; j += 4) {
-            __m128i xf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(M->mnx + j)), x1);
-            __m128i yf = _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(M->mny + j)), y1);
-            int fail = _mm_movemask_ps(_mm_castsi128_ps(xf));
-            int hit = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_or_si128(xf, yf))) & 0xF;
-            while (hit) {
-                int b = __builtin_ctz((unsigned)hit);
-                hit &= hit - 1;
-                EMIT(V->id[i], M->id[j + b]);
+                EMIT(real_id(a), real_id(id[j + b]));
             }
             if (fail) break;
         }
@@ -609,61 +508,25 @@ static bool bip_sse2(const soa *M, int32_t mf, int32_t mt, const soa *V, int32_t
 __attribute__((target("avx2"))) static bool self_avx2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn,
                                                      void *user) {
     const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
+    const __m256i zero = _mm256_setzero_si256();
     for (int32_t i = from; i < to; i++) {
+        const int32_t a = id[i];
         const __m256i x1 = _mm256_set1_epi32(A->mxx[i]), y0 = _mm256_set1_epi32(mny[i]),
-                      y1 = _mm256_set1_epi32(mxy[i]);
+                      y1 = _mm256_set1_epi32(mxy[i]), va = _mm256_set1_epi32(a);
         for (int32_t j = i + 1;; j += 8) {
             __m256i xf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(mnx + j)), x1);
             __m256i yf =
                 _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(mny + j)), y1),
                                 _mm256_cmpgt_epi32(y0, _mm256_loadu_si256((const __m256i *)(mxy + j))));
+            __m256i vf =
+                _mm256_cmpgt_epi32(zero, _mm256_and_si256(va, _mm256_loadu_si256((const __m256i *)(id + j))));
             int fail = _mm256_movemask_ps(_mm256_castsi256_ps(xf));
-            int hit = ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(xf, yf))) & 0xFF;
+            int hit =
+                ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(_mm256_or_si256(xf, yf), vf))) & 0xFF;
             while (hit) {
                 int b = __builtin_ctz((unsigned)hit);
                 hit &= hit - 1;
-                EMIT(id[i], id[j + b]);
-            }
-            if (fail) break;
-        }
-    }
-    return true;
-}
-
-__attribute__((target("avx2"))) static bool bip_avx2(const soa *M, int32_t mf, int32_t mt, const soa *V,
-                                                    int32_t vf, int32_t vt, qg_pair_fn *fn, void *user) {
-    int32_t p = vf;
-    for (int32_t i = mf; i < mt; i++) {
-        const int32_t x0 = M->mnx[i];
-        while (V->mnx[p] < x0) p++;
-        const __m256i x1 = _mm256_set1_epi32(M->mxx[i]), y0 = _mm256_set1_epi32(M->mny[i]);
-        for (int32_t j = p;; j += 8) {
-            __m256i xf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(V->mnx + j)), x1);
-            __m256i yf = _mm256_cmpgt_epi32(y0, _mm256_loadu_si256((const __m256i *)(V->mxy + j)));
-            int fail = _mm256_movemask_ps(_mm256_castsi256_ps(xf));
-            int hit = ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(xf, yf))) & 0xFF;
-            while (hit) {
-                int b = __builtin_ctz((unsigned)hit);
-                hit &= hit - 1;
-                EMIT(M->id[i], V->id[j + b]);
-            }
-            if (fail) break;
-        }
-    }
-    p = mf;
-    for (int32_t i = vf; i < vt; i++) {
-        const int32_t x0 = V->mnx[i];
-        while (M->mnx[p] <= x0) p++;
-        const __m256i x1 = _mm256_set1_epi32(V->mxx[i]), y1 = _mm256_set1_epi32(V->mxy[i]);
-        for (int32_t j = p;; j += 8) {
-            __m256i xf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(M->mnx + j)), x1);
-            __m256i yf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(M->mny + j)), y1);
-            int fail = _mm256_movemask_ps(_mm256_castsi256_ps(xf));
-            int hit = ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(xf, yf))) & 0xFF;
-            while (hit) {
-                int b = __builtin_ctz((unsigned)hit);
-                hit &= hit - 1;
-                EMIT(V->id[i], M->id[j + b]);
+                EMIT(real_id(a), real_id(id[j + b]));
             }
             if (fail) break;
         }
@@ -714,38 +577,31 @@ static bool sap_update(bench_impl *s, const qg_rect *boxes, int32_t n) {
 
 static bool sap_pairs(bench_impl *s, qg_pair_fn *fn, void *user) {
     for (int32_t sl = 0; sl < s->S; sl++) {
-        const int32_t f = s->start[sl], t = s->end[sl], vf = s->vstart[sl], vt = s->vend[sl];
+        const int32_t f = s->start[sl], t = s->end[sl];
         bool go;
 #if SAP_X86
-        if (s->simd == 2)
-            go = self_avx2(&s->A, f, t, fn, user) && (vf == vt || bip_avx2(&s->A, f, t, &s->V, vf, vt, fn, user));
-        else if (s->simd == 1)
-            go = self_sse2(&s->A, f, t, fn, user) && (vf == vt || bip_sse2(&s->A, f, t, &s->V, vf, vt, fn, user));
+        if (s->simd == 2) go = self_avx2(&s->A, f, t, fn, user);
+        else if (s->simd == 1) go = self_sse2(&s->A, f, t, fn, user);
         else
 #endif
-            go = self_scalar(&s->A, f, t, fn, user) &&
-                 (vf == vt || bip_scalar(&s->A, f, t, &s->V, vf, vt, fn, user));
+            go = self_scalar(&s->A, f, t, fn, user);
         if (!go) break;
     }
     return true;
 }
 
-/* Per-slab widest member and visitor, for where a window query's scan
- * starts; computed at the first query after a change. */
+/* Per-run widest box, for where a window query's scan starts; computed at
+ * the first query after a change. */
 static void widths(bench_impl *s) {
     if (!s->wdirty) return;
     double mw = 0.0;
     for (int32_t sl = 0; sl < s->S; sl++) {
-        double w = 0.0, v = 0.0;
+        double w = 0.0;
         for (int32_t j = s->start[sl]; j < s->end[sl]; j++) {
             double d = (double)float_of(s->A.mxx[j]) - (double)float_of(s->A.mnx[j]);
             if (d > w) w = d;
         }
-        for (int32_t j = s->vstart[sl]; j < s->vend[sl]; j++) {
-            double d = (double)float_of(s->V.mxx[j]) - (double)float_of(s->V.mnx[j]);
-            if (d > v) v = d;
-        }
-        s->wmax[sl] = w, s->vwmax[sl] = v;
+        s->wmax[sl] = w;
         if (w > mw) mw = w;
     }
     s->max_width = mw;
@@ -766,21 +622,21 @@ static int32_t scan_from(const int32_t *mnx, int32_t from, int32_t to, float x0,
     return a;
 }
 
+/* Every box overlapping the area: the runs of the slabs from f(min_y) to
+ * f(max_y); the first run's visitors are the boxes of lower slabs that
+ * reach it, later runs' visitors were members of a run already read. */
 static bool sap_query(bench_impl *s, qg_rect area, qg_query_fn *fn, void *user) {
     if (s->n == 0 || s->S == 0) return true;
     widths(s);
     const int32_t x0 = key_of(area.min_x), x1 = key_of(area.max_x), y0 = key_of(area.min_y),
                   y1 = key_of(area.max_y);
     const int32_t s0 = slab_of(s, area.min_y), s1 = slab_of(s, area.max_y);
-    /* Boxes of lower slabs reaching s0 are its visitors (their min_y is
-     * below area.min_y, so only max_y is tested). */
-    for (int32_t j = scan_from(s->V.mnx, s->vstart[s0], s->vend[s0], area.min_x, s->vwmax[s0]);
-         s->V.mnx[j] <= x1; j++)
-        if (s->V.mxx[j] >= x0 && s->V.mxy[j] >= y0 && !fn(s->V.id[j], user)) return true;
+    const soa *A = &s->A;
     for (int32_t sl = s0; sl <= s1; sl++)
-        for (int32_t j = scan_from(s->A.mnx, s->start[sl], s->end[sl], area.min_x, s->wmax[sl]);
-             s->A.mnx[j] <= x1; j++)
-            if (s->A.mxx[j] >= x0 && s->A.mny[j] <= y1 && s->A.mxy[j] >= y0 && !fn(s->A.id[j], user))
+        for (int32_t j = scan_from(A->mnx, s->start[sl], s->end[sl], area.min_x, s->wmax[sl]); A->mnx[j] <= x1;
+             j++)
+            if ((sl == s0 || A->id[j] >= 0) && A->mxx[j] >= x0 && A->mny[j] <= y1 && A->mxy[j] >= y0 &&
+                !fn(real_id(A->id[j]), user))
                 return true;
     return true;
 }
@@ -791,8 +647,8 @@ static size_t sap_bytes(bench_impl *s) {
 
 static void sap_destroy(bench_impl *s) {
     if (!s) return;
-    soa_free(&s->A), soa_free(&s->B), soa_free(&s->V);
-    free(s->start), free(s->end), free(s->vstart), free(s->vend), free(s->bcount), free(s->acount);
+    soa_free(&s->A), soa_free(&s->B);
+    free(s->start), free(s->end), free(s->bcount), free(s->acount);
     free(s->wmax), free(s->arr), free(s->arr2);
     free(s);
 }
