@@ -51,10 +51,12 @@
 #define SAP_X86 0
 #endif
 
-/* Slab height = this many median box heights. Smaller slabs mean fewer
- * x-candidates per box but more visitor copies and more boxes changing slab
- * each frame. */
-#define SAP_SLAB_FACTOR 4.0
+/* The slab height: about this many x-candidates per box (smaller slabs
+ * mean fewer candidates but more visitor copies and more boxes changing
+ * slab each frame; measured best near 3 on `agents`), and at least this
+ * many median heights. */
+#define SAP_CANDIDATES 3.0
+#define SAP_MIN_SLAB 2.0
 /* Sentinel slots after each sorted run: an 8-wide load starting at or
  * before the first sentinel never leaves the run's sentinels. */
 enum { PAD = 8 };
@@ -113,6 +115,11 @@ static inline float float_of(int32_t k) {
     float x;
     memcpy(&x, &k, sizeof x);
     return x;
+}
+
+/* A visitor's id is stored as ~id. */
+static inline int32_t real_id(int32_t id) {
+    return id ^ (id >> 31);
 }
 
 static inline int32_t slab_of(const bench_impl *s, float y) {
@@ -205,19 +212,31 @@ static int cmp_float(const void *a, const void *b) {
  * of e - s) are at most 2n, so tall boxes cannot blow up memory or time. */
 static bool learn_slabs(bench_impl *s, const qg_rect *boxes, int32_t n) {
     enum { SAMPLE = 2048 };
-    float ys[SAMPLE], hs[SAMPLE];
+    float ys[SAMPLE], hs[SAMPLE], xs[SAMPLE], ws[SAMPLE];
     int32_t m = n < SAMPLE ? n : SAMPLE;
     for (int32_t k = 0; k < m; k++) {
         const qg_rect *b = &boxes[(int64_t)k * n / m];
-        ys[k] = b->min_y;
-        hs[k] = b->max_y - b->min_y;
+        ys[k] = b->min_y, xs[k] = b->min_x;
+        hs[k] = b->max_y - b->min_y, ws[k] = b->max_x - b->min_x;
     }
     s->y0 = 0.0, s->inv_h = 0.0, s->S = 1;
     if (m >= 2) {
         qsort(ys, (size_t)m, sizeof *ys, cmp_float);
         qsort(hs, (size_t)m, sizeof *hs, cmp_float);
+        qsort(xs, (size_t)m, sizeof *xs, cmp_float);
+        qsort(ws, (size_t)m, sizeof *ws, cmp_float);
         double lo = ys[m / 200], hi = ys[m - 1 - m / 200];
-        double h = SAP_SLAB_FACTOR * (double)hs[m / 2];
+        double xr = (double)xs[m - 1 - m / 200] - (double)xs[m / 200];
+        double mh = hs[m / 2], mw = ws[m / 2];
+        if (!isfinite(mh)) mh = 0.0;
+        if (!isfinite(mw)) mw = 0.0;
+        if (mw < xr / n) mw = xr / n;
+        /* A slab of height H holds about n H / yr boxes, so a box meets
+         * about (n H / (xr yr)) (2 mw) x-candidates: H is chosen for
+         * SAP_CANDIDATES of them, and at least SAP_MIN_SLAB median
+         * heights (so most boxes stay in one slab). */
+        double h = mw > 0.0 ? SAP_CANDIDATES * xr * (hi - lo) / ((double)n * 2.0 * mw) : 0.0;
+        if (h < SAP_MIN_SLAB * mh) h = SAP_MIN_SLAB * mh;
         int32_t smax = n / 16 > 1 ? n / 16 : 1;
         if (!(h > 0.0) || !isfinite(h)) h = (hi - lo) / smax;
         if (hi > lo && h > 0.0) {
@@ -271,14 +290,16 @@ static bool fill(bench_impl *s, int64_t copies) {
         s->start[sl] = at;
         for (;;) {
             while (p < pt && A->e[p] < sl) p++;
-            const int32_t kb = b < bt ? B->mnx[b] : SENTINEL, ka = j < an ? ar[j].mnx : SENTINEL,
-                          kp = p < pt ? A->mnx[p] : SENTINEL;
-            if (kb <= ka && kb <= kp) {
-                if (kb == SENTINEL) break;
-                A->mnx[at] = kb, A->mxx[at] = B->mxx[b], A->mny[at] = B->mny[b];
+            const int32_t ka = j < an ? ar[j].mnx : SENTINEL, kp = p < pt ? A->mnx[p] : SENTINEL;
+            const int32_t m = ka < kp ? ka : kp;
+            /* The stayers come in long runs between two arrivals or
+             * visitors: one predictable compare each. */
+            for (; b < bt && B->mnx[b] <= m; b++, at++) {
+                A->mnx[at] = B->mnx[b], A->mxx[at] = B->mxx[b], A->mny[at] = B->mny[b];
                 A->mxy[at] = B->mxy[b], A->id[at] = B->id[b], A->e[at] = B->e[b];
-                b++;
-            } else if (ka <= kp) {
+            }
+            if (m == SENTINEL) break;
+            if (ka <= kp) {
                 put(A, at, &ar[j++]);
             } else {
                 const int32_t id = A->id[p];
@@ -387,6 +408,9 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
         for (int32_t j = from; j < to; j++) {
             const int32_t id = A->id[j];
             if (id < 0) continue; /* a visitor: it is walked in its own slab */
+            /* The boxes are read in last frame's sorted order, which is
+             * random in memory: fetch ahead. */
+            if (j + 16 < to) __builtin_prefetch(&boxes[real_id(A->id[j + 16])]);
             const qg_rect *b = &boxes[id];
             double ty = ((double)b->min_y - y0) * inv_h, te = ((double)b->max_y - y0) * inv_h;
             int32_t ns, ne;
@@ -459,10 +483,6 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
  * at most its max_x (the sentinel ends the loop), then the y test; two
  * visitors (both ids negative) are never a pair here, they met in a lower
  * slab. */
-static inline int32_t real_id(int32_t id) {
-    return id ^ (id >> 31);
-}
-
 static bool self_scalar(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, void *user) {
     const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
     for (int32_t i = from; i < to; i++) {
