@@ -86,7 +86,7 @@ static void usage(FILE *f) {
           "           (default all), --n (default 200000), --frames (default 10), --json\n"
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
-          "  check    test the sort-and-sweep reference against plain loops\n"
+          "  check    test the sort-and-sweep reference and the sap peer against plain loops\n"
           "  drift    agents medians fresh, aged (--age F, default 300) and rebuilt, and\n"
           "           the index's bytes at each, per kind\n"
           "  soak     agents and mixed with churn for many frames: memory held flat, pairs\n"
