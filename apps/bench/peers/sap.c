@@ -129,15 +129,6 @@ static inline int32_t slab_of(const bench_impl *s, float y) {
     return (int32_t)t;
 }
 
-static inline void make_rec(const bench_impl *s, const qg_rect *b, int32_t id, rec *r) {
-    r->mnx = key_of(b->min_x), r->mxx = key_of(b->max_x);
-    r->mny = key_of(b->min_y), r->mxy = key_of(b->max_y);
-    r->id = id;
-    r->s = slab_of(s, b->min_y);
-    r->e = slab_of(s, b->max_y);
-    if (r->e < r->s) r->e = r->s; /* an inverted box: no visitor copies */
-}
-
 /* ---- memory --------------------------------------------------------------- */
 
 static void soa_free(soa *a) {
@@ -200,17 +191,42 @@ static void count_bytes(bench_impl *s) {
 
 /* ---- learning the slabs --------------------------------------------------- */
 
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
+/* The k-th smallest of a[0, m) (quickselect; a is reordered). */
+static float select_k(float *a, int32_t m, int32_t k) {
+    int32_t lo = 0, hi = m - 1;
+    while (lo < hi) {
+        float pivot = a[lo + (hi - lo) / 2];
+        int32_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot) i++;
+            while (a[j] > pivot) j--;
+            if (i <= j) {
+                float t = a[i];
+                a[i] = a[j], a[j] = t;
+                i++, j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else break;
+    }
+    return a[k];
+}
+
+/* Sets y0, inv_h and S for `slabs` slabs over [lo, hi]. */
+static void set_slabs(bench_impl *s, double lo, double hi, int32_t slabs) {
+    s->S = slabs, s->y0 = lo;
+    s->inv_h = slabs > 1 && hi > lo ? (double)slabs / (hi - lo) : 0.0;
+    if (s->inv_h == 0.0) s->S = 1;
 }
 
 /* y0, the slab height and the slab count from a sample of the boxes: the
  * 0.5% and 99.5% quantiles of min_y bound the slabs (boxes beyond fall in
- * the end slabs, which stays exact), the height is SAP_SLAB_FACTOR median
- * heights, and the slabs are coarsened until the visitor copies (the sum
- * of e - s) are at most 2n, so tall boxes cannot blow up memory or time. */
-static bool learn_slabs(bench_impl *s, const qg_rect *boxes, int32_t n) {
+ * the end slabs, which stays exact), and the height is chosen for about
+ * SAP_CANDIDATES x-candidates per box. build_fresh then coarsens the slabs
+ * while the visitor copies (the sum of e - s) exceed 2n, so tall boxes
+ * cannot blow up memory or time. */
+static void learn_slabs(bench_impl *s, const qg_rect *boxes, int32_t n, double *lo_out, double *hi_out) {
     enum { SAMPLE = 2048 };
     float ys[SAMPLE], hs[SAMPLE], xs[SAMPLE], ws[SAMPLE];
     int32_t m = n < SAMPLE ? n : SAMPLE;
@@ -219,41 +235,29 @@ static bool learn_slabs(bench_impl *s, const qg_rect *boxes, int32_t n) {
         ys[k] = b->min_y, xs[k] = b->min_x;
         hs[k] = b->max_y - b->min_y, ws[k] = b->max_x - b->min_x;
     }
-    s->y0 = 0.0, s->inv_h = 0.0, s->S = 1;
-    if (m >= 2) {
-        qsort(ys, (size_t)m, sizeof *ys, cmp_float);
-        qsort(hs, (size_t)m, sizeof *hs, cmp_float);
-        qsort(xs, (size_t)m, sizeof *xs, cmp_float);
-        qsort(ws, (size_t)m, sizeof *ws, cmp_float);
-        double lo = ys[m / 200], hi = ys[m - 1 - m / 200];
-        double xr = (double)xs[m - 1 - m / 200] - (double)xs[m / 200];
-        double mh = hs[m / 2], mw = ws[m / 2];
-        if (!isfinite(mh)) mh = 0.0;
-        if (!isfinite(mw)) mw = 0.0;
-        if (mw < xr / n) mw = xr / n;
-        /* A slab of height H holds about n H / yr boxes, so a box meets
-         * about (n H / (xr yr)) (2 mw) x-candidates: H is chosen for
-         * SAP_CANDIDATES of them, and at least SAP_MIN_SLAB median
-         * heights (so most boxes stay in one slab). */
-        double h = mw > 0.0 ? SAP_CANDIDATES * xr * (hi - lo) / ((double)n * 2.0 * mw) : 0.0;
-        if (h < SAP_MIN_SLAB * mh) h = SAP_MIN_SLAB * mh;
-        int32_t smax = n / 16 > 1 ? n / 16 : 1;
-        if (!(h > 0.0) || !isfinite(h)) h = (hi - lo) / smax;
-        if (hi > lo && h > 0.0) {
-            double count = (hi - lo) / h;
-            int32_t S = count >= smax ? smax : (int32_t)count + 1;
-            for (;;) {
-                s->S = S, s->y0 = lo, s->inv_h = S > 1 ? (double)S / (hi - lo) : 0.0;
-                if (S == 1) break;
-                int64_t copies = 0;
-                for (int32_t i = 0; i < n; i++) copies += slab_of(s, boxes[i].max_y) - slab_of(s, boxes[i].min_y);
-                if (copies <= 2 * (int64_t)n) break;
-                S = (S + 1) / 2;
-            }
-        }
-    }
-    if (s->S == 1) s->inv_h = 0.0;
-    return reserve_slabs(s, s->S);
+    set_slabs(s, 0.0, 0.0, 1);
+    *lo_out = *hi_out = 0.0;
+    if (m < 2) return;
+    const int32_t q0 = m / 200, q1 = m - 1 - m / 200;
+    double lo = select_k(ys, m, q0), hi = select_k(ys, m, q1);
+    double xr = (double)select_k(xs, m, q1) - (double)select_k(xs, m, q0);
+    double mh = select_k(hs, m, m / 2), mw = select_k(ws, m, m / 2);
+    if (!isfinite(mh)) mh = 0.0;
+    if (!isfinite(mw)) mw = 0.0;
+    if (mw < xr / n) mw = xr / n;
+    /* A slab of height H holds about n H / yr boxes, so a box meets about
+     * (n H / (xr yr)) (2 mw) x-candidates: H is chosen for SAP_CANDIDATES
+     * of them, and at least SAP_MIN_SLAB median heights (so most boxes stay
+     * in one slab). */
+    double h = mw > 0.0 ? SAP_CANDIDATES * xr * (hi - lo) / ((double)n * 2.0 * mw) : 0.0;
+    if (h < SAP_MIN_SLAB * mh) h = SAP_MIN_SLAB * mh;
+    int32_t smax = n / 16 > 1 ? n / 16 : 1;
+    if (smax > (1 << 22)) smax = 1 << 22; /* two 11-bit radix digits */
+    if (!(h > 0.0) || !isfinite(h)) h = (hi - lo) / smax;
+    if (!(hi > lo && h > 0.0)) return;
+    double count = (hi - lo) / h;
+    set_slabs(s, lo, hi, count >= smax ? smax : (int32_t)count + 1);
+    *lo_out = lo, *hi_out = hi;
 }
 
 static inline void put(soa *a, int32_t at, const rec *r) {
@@ -321,65 +325,78 @@ static bool fill(bench_impl *s, int64_t copies) {
 
 /* ---- fresh build: radix sort -------------------------------------------- */
 
-/* LSD radix sort of (slab, min_x key) with 11-bit digits: every histogram
- * in one read pass, a pass skipped when one bucket holds every key
- * (Terdiman, "Radix Sort Revisited"). */
+/* LSD radix sort of (slab, min_x key) with 11-bit digits (Terdiman, "Radix
+ * Sort Revisited"): every histogram in the one read pass that makes the
+ * keys, a pass skipped when one bucket holds every key, and the last pass
+ * (by slab) writes the boxes straight into their sorted records. The
+ * triples (key, slab, id) ping-pong in A's arrays, which fill() rewrites
+ * afterwards, so the build allocates nothing of its own. */
+enum { RBITS = 11, RBUCKETS = 1 << RBITS };
+
 static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
     s->n = n;
     s->boxes = boxes;
-    if (!learn_slabs(s, boxes, n)) return false;
-    const int32_t S = s->S;
-    if (!soa_reserve(&s->B, n > 0 ? n : 1, true)) return false;
-    int64_t copies = 0;
-    rec *recs = malloc(((size_t)n + 1) * sizeof *recs);
-    uint64_t *k0 = malloc(((size_t)n + 1) * sizeof *k0), *k1 = malloc(((size_t)n + 1) * sizeof *k1);
-    uint32_t *i0 = malloc(((size_t)n + 1) * sizeof *i0), *i1 = malloc(((size_t)n + 1) * sizeof *i1);
-    bool ok = recs && k0 && k1 && i0 && i1 && reserve_arr(s, n > 0 ? n : 1);
-    if (ok) {
-        enum { BITS = 11, BUCKETS = 1 << BITS };
-        int passes = 3;
-        while (passes < 6 && ((uint64_t)(S - 1) >> (passes * BITS - 32)) != 0) passes++;
-        uint32_t(*hist)[BUCKETS] = calloc((size_t)passes, sizeof *hist);
-        ok = hist != NULL;
-        if (ok) {
-            for (int32_t i = 0; i < n; i++) {
-                make_rec(s, &boxes[i], i, &recs[i]);
-                copies += recs[i].e - recs[i].s;
-                uint64_t key = ((uint64_t)(uint32_t)recs[i].s << 32) | ((uint32_t)recs[i].mnx ^ 0x80000000u);
-                k0[i] = key, i0[i] = (uint32_t)i;
-                for (int p = 0; p < passes; p++) hist[p][(key >> (p * BITS)) & (BUCKETS - 1)]++;
-            }
-            for (int p = 0; p < passes; p++) {
-                const int sh = p * BITS;
-                if (n == 0 || hist[p][(k0[0] >> sh) & (BUCKETS - 1)] == (uint32_t)n) continue;
-                uint32_t off[BUCKETS], sum = 0;
-                for (int b = 0; b < BUCKETS; b++) off[b] = sum, sum += hist[p][b];
-                for (int32_t i = 0; i < n; i++) {
-                    uint32_t d = off[(k0[i] >> sh) & (BUCKETS - 1)]++;
-                    k1[d] = k0[i], i1[d] = i0[i];
-                }
-                uint64_t *tk = k0;
-                k0 = k1, k1 = tk;
-                uint32_t *ti = i0;
-                i0 = i1, i1 = ti;
-            }
-            free(hist);
-            /* Every box is an arrival, already sorted. */
-            for (int32_t sl = 0; sl < S; sl++) s->bcount[sl] = 0, s->acount[sl] = 0;
-            for (int32_t i = 0; i < n; i++) {
-                s->arr2[i] = recs[i0[i]];
-                s->acount[s->arr2[i].s]++;
-            }
-            ok = fill(s, copies);
+    double lo, hi;
+    learn_slabs(s, boxes, n, &lo, &hi);
+    /* A: the scratch of the sort now, the runs after (visitor copies are
+     * a few percent of n on ordinary scenes; fill() grows A if not). */
+    if (!soa_reserve(&s->A, n + n / 8 + (s->S + 2) * PAD, true) || !soa_reserve(&s->B, n > 0 ? n : 1, true) ||
+        !reserve_arr(s, n / 16 + 64))
+        return false;
+    uint32_t hist[5][RBUCKETS]; /* 40 KiB of stack */
+    uint32_t *key = (uint32_t *)s->A.mnx, *slab = (uint32_t *)s->A.mxx, *idv = (uint32_t *)s->A.mny;
+    uint32_t *key2 = (uint32_t *)s->A.mxy, *slab2 = (uint32_t *)s->A.id, *id2 = (uint32_t *)s->A.e;
+    int64_t copies;
+    for (;;) {
+        if (!reserve_slabs(s, s->S)) return false;
+        memset(hist, 0, sizeof hist);
+        for (int32_t sl = 0; sl < s->S; sl++) s->bcount[sl] = 0, s->acount[sl] = 0;
+        copies = 0;
+        for (int32_t i = 0; i < n; i++) {
+            const uint32_t k = (uint32_t)key_of(boxes[i].min_x) ^ 0x80000000u;
+            const int32_t sl = slab_of(s, boxes[i].min_y), e = slab_of(s, boxes[i].max_y);
+            copies += e > sl ? e - sl : 0;
+            key[i] = k, slab[i] = (uint32_t)sl, idv[i] = (uint32_t)i;
+            hist[0][k & (RBUCKETS - 1)]++, hist[1][(k >> RBITS) & (RBUCKETS - 1)]++, hist[2][k >> (2 * RBITS)]++;
+            hist[3][sl & (RBUCKETS - 1)]++, hist[4][sl >> RBITS]++;
+            s->bcount[sl]++;
+        }
+        if (copies <= 2 * (int64_t)n || s->S == 1) break;
+        set_slabs(s, lo, hi, (s->S + 1) / 2);
+    }
+    const int last = s->S > RBUCKETS ? 4 : 3;
+    for (int p = 0; p < last; p++) {
+        const uint32_t *src = p < 3 ? key : slab;
+        const int sh = p < 3 ? p * RBITS : 0;
+        if (n == 0 || hist[p][(src[0] >> sh) & (RBUCKETS - 1)] == (uint32_t)n) continue;
+        uint32_t off[RBUCKETS], sum = 0;
+        for (int b = 0; b < RBUCKETS; b++) off[b] = sum, sum += hist[p][b];
+        for (int32_t i = 0; i < n; i++) {
+            uint32_t d = off[(src[i] >> sh) & (RBUCKETS - 1)]++;
+            key2[d] = key[i], slab2[d] = slab[i], id2[d] = idv[i];
+        }
+        uint32_t *t = key;
+        key = key2, key2 = t;
+        t = slab, slab = slab2, slab2 = t;
+        t = idv, idv = id2, id2 = t;
+    }
+    /* The last pass, by the slab's top digit: into B's records. */
+    {
+        const int p = last, sh = last == 4 ? RBITS : 0;
+        uint32_t off[RBUCKETS], sum = 0;
+        for (int b = 0; b < RBUCKETS; b++) off[b] = sum, sum += hist[p][b];
+        for (int32_t i = 0; i < n; i++) {
+            uint32_t d = off[(slab[i] >> sh) & (RBUCKETS - 1)]++;
+            const int32_t id = (int32_t)idv[i];
+            const qg_rect *b = &boxes[id];
+            if (i + 16 < n) __builtin_prefetch(&boxes[idv[i + 16]]);
+            const int32_t e = slab_of(s, b->max_y);
+            s->B.mnx[d] = (int32_t)(key[i] ^ 0x80000000u), s->B.mxx[d] = key_of(b->max_x);
+            s->B.mny[d] = key_of(b->min_y), s->B.mxy[d] = key_of(b->max_y), s->B.id[d] = id;
+            s->B.e[d] = e > (int32_t)slab[i] ? e : (int32_t)slab[i];
         }
     }
-    free(recs), free(k0), free(k1), free(i0), free(i1);
-    /* The arrival buffers were sized for a fresh build: keep a frame's worth. */
-    if (ok && s->arr_cap > n / 8 + 64) {
-        free(s->arr), free(s->arr2);
-        s->arr = s->arr2 = NULL, s->arr_cap = 0;
-        ok = reserve_arr(s, n / 8 + 64);
-    }
+    bool ok = fill(s, copies);
     count_bytes(s);
     return ok;
 }
@@ -398,7 +415,7 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
     soa *A = &s->A, *B = &s->B;
     int64_t budget = 8 * (int64_t)n + 1024, moves = 0;
     int32_t narr = 0, bat = 0, escaped = 0;
-    const int32_t arr_limit = n / 8 + 64, esc_limit = n / 16 + 16;
+    const int32_t arr_limit = n / 16 + 64, esc_limit = n / 16 + 16;
     if (!reserve_arr(s, arr_limit)) return false;
     int64_t copies = 0;
     const double y0 = s->y0, inv_h = s->inv_h, top = (double)(S - 1);
