@@ -489,23 +489,44 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
 
 /* ---- the sweep kernels ------------------------------------------------------- */
 
-/* Emits (a, b) ordered; false when fn asks to stop. */
-#define EMIT(a, b)                                                                                            \
-    do {                                                                                                      \
-        int32_t a_ = (a), b_ = (b);                                                                           \
-        if (!(a_ < b_ ? fn(a_, b_, user) : fn(b_, a_, user))) return false;                                   \
-    } while (0)
+/* Pairs found are buffered and handed to the callback in batches, so the
+ * sweep loop holds no call (a call would make the compiler spill the
+ * vector registers and clear their upper halves around it). */
+enum { PAIR_BUF = 512 };
+typedef struct pair_buf {
+    int32_t a[PAIR_BUF], b[PAIR_BUF];
+    int32_t count;
+    qg_pair_fn *fn;
+    void *user;
+} pair_buf;
+
+__attribute__((noinline)) static bool flush(pair_buf *pb) {
+    for (int32_t k = 0; k < pb->count; k++) {
+        const int32_t a = pb->a[k], b = pb->b[k];
+        if (!(a < b ? pb->fn(a, b, pb->user) : pb->fn(b, a, pb->user))) return false;
+    }
+    pb->count = 0;
+    return true;
+}
+
+/* Buffers (a, b); flushes before the buffer could overflow (a chunk adds
+ * at most 8). */
+#define EMIT(p_, q_) (pb->a[pb->count] = (p_), pb->b[pb->count] = (q_), pb->count++)
+#define MAYBE_FLUSH()                                                                                             do {                                                                                                              if (pb->count > PAIR_BUF - 8 && !flush(pb)) return false;                                                } while (0)
 
 /* A run against itself: for each entry, the later entries whose min_x is
  * at most its max_x (the sentinel ends the loop), then the y test; two
  * visitors (both ids negative) are never a pair here, they met in a lower
  * slab. */
-static bool self_scalar(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, void *user) {
+static bool self_scalar(const soa *A, int32_t from, int32_t to, pair_buf *pb) {
     const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
     for (int32_t i = from; i < to; i++) {
         const int32_t x1 = A->mxx[i], y0 = mny[i], y1 = mxy[i], a = id[i];
         for (int32_t j = i + 1; mnx[j] <= x1; j++)
-            if (mny[j] <= y1 && y0 <= mxy[j] && (a & id[j]) >= 0) EMIT(real_id(a), real_id(id[j]));
+            if (mny[j] <= y1 && y0 <= mxy[j] && (a & id[j]) >= 0) {
+                EMIT(real_id(a), real_id(id[j]));
+                MAYBE_FLUSH();
+            }
     }
     return true;
 }
@@ -516,7 +537,7 @@ static bool self_scalar(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, 
  * revisited parts 8-15). The sentinels fail the x test, and every lane past
  * the first x failure fails it too (sorted), so a chunk with any x failure
  * is the last. */
-static bool self_sse2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, void *user) {
+static bool self_sse2(const soa *A, int32_t from, int32_t to, pair_buf *pb) {
     const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
     const __m128i zero = _mm_setzero_si128();
     for (int32_t i = from; i < to; i++) {
@@ -535,6 +556,7 @@ static bool self_sse2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, vo
                 hit &= hit - 1;
                 EMIT(real_id(a), real_id(id[j + b]));
             }
+            MAYBE_FLUSH();
             if (fail) break;
         }
     }
@@ -542,8 +564,7 @@ static bool self_sse2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn, vo
 }
 
 /* 8 at a time with AVX2, chosen at run time (__builtin_cpu_supports). */
-__attribute__((target("avx2"))) static bool self_avx2(const soa *A, int32_t from, int32_t to, qg_pair_fn *fn,
-                                                     void *user) {
+__attribute__((target("avx2"))) static bool self_avx2(const soa *A, int32_t from, int32_t to, pair_buf *pb) {
     const int32_t *mnx = A->mnx, *mny = A->mny, *mxy = A->mxy, *id = A->id;
     const __m256i zero = _mm256_setzero_si256();
     for (int32_t i = from; i < to; i++) {
@@ -565,6 +586,7 @@ __attribute__((target("avx2"))) static bool self_avx2(const soa *A, int32_t from
                 hit &= hit - 1;
                 EMIT(real_id(a), real_id(id[j + b]));
             }
+            MAYBE_FLUSH();
             if (fail) break;
         }
     }
@@ -613,17 +635,20 @@ static bool sap_update(bench_impl *s, const qg_rect *boxes, int32_t n) {
 }
 
 static bool sap_pairs(bench_impl *s, qg_pair_fn *fn, void *user) {
+    pair_buf pb;
+    pb.count = 0, pb.fn = fn, pb.user = user;
     for (int32_t sl = 0; sl < s->S; sl++) {
         const int32_t f = s->start[sl], t = s->end[sl];
         bool go;
 #if SAP_X86
-        if (s->simd == 2) go = self_avx2(&s->A, f, t, fn, user);
-        else if (s->simd == 1) go = self_sse2(&s->A, f, t, fn, user);
+        if (s->simd == 2) go = self_avx2(&s->A, f, t, &pb);
+        else if (s->simd == 1) go = self_sse2(&s->A, f, t, &pb);
         else
 #endif
-            go = self_scalar(&s->A, f, t, fn, user);
-        if (!go) break;
+            go = self_scalar(&s->A, f, t, &pb);
+        if (!go) return true;
     }
+    flush(&pb);
     return true;
 }
 
