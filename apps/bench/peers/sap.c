@@ -75,7 +75,10 @@ typedef struct soa {
 
 struct bench_impl {
     int32_t n, S;
-    double y0, inv_h; /* f(y) = clamp(floor((y - y0) * inv_h), 0, S - 1) */
+    /* f(y) = clamp(floor((y - y0) * inv_h), 0, S - 1) in float: each step
+     * rounds monotonically, so f is monotone, which is all exactness needs
+     * (an overflow to infinity clamps; inv_h = 0 only when S = 1). */
+    float y0, inv_h;
     /* Slab s's run: A[start[s], end[s]), sorted by min_x, PAD sentinels
      * after. It holds the slab's members (id >= 0) and its visitors, the
      * boxes of lower slabs whose max_y reaches it (id stored as ~id). */
@@ -123,9 +126,9 @@ static inline int32_t real_id(int32_t id) {
 }
 
 static inline int32_t slab_of(const bench_impl *s, float y) {
-    double t = ((double)y - s->y0) * s->inv_h;
-    if (!(t >= 0.0)) return 0;
-    if (t >= (double)(s->S - 1)) return s->S - 1;
+    float t = (y - s->y0) * s->inv_h;
+    if (!(t >= 0.0f)) return 0;
+    if (t >= (float)(s->S - 1)) return s->S - 1;
     return (int32_t)t;
 }
 
@@ -215,9 +218,10 @@ static float select_k(float *a, int32_t m, int32_t k) {
 
 /* Sets y0, inv_h and S for `slabs` slabs over [lo, hi]. */
 static void set_slabs(bench_impl *s, double lo, double hi, int32_t slabs) {
-    s->S = slabs, s->y0 = lo;
-    s->inv_h = slabs > 1 && hi > lo ? (double)slabs / (hi - lo) : 0.0;
-    if (s->inv_h == 0.0) s->S = 1;
+    s->S = slabs, s->y0 = (float)lo;
+    double inv = slabs > 1 && hi > lo ? (double)slabs / (hi - lo) : 0.0;
+    s->inv_h = inv < 3e38 ? (float)inv : 3e38f;
+    if (!(s->inv_h > 0.0f)) s->S = 1, s->inv_h = 0.0f;
 }
 
 /* y0, the slab height and the slab count from a sample of the boxes: the
@@ -412,29 +416,31 @@ static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
  * escaping the learned slabs, and the frame is a fresh build instead. */
 static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
     const int32_t S = s->S;
-    soa *A = &s->A, *B = &s->B;
+    const int32_t *restrict aid = s->A.id;
+    int32_t *restrict bmnx = s->B.mnx, *restrict bmxx = s->B.mxx, *restrict bmny = s->B.mny;
+    int32_t *restrict bmxy = s->B.mxy, *restrict bid = s->B.id, *restrict be = s->B.e;
     int64_t budget = 8 * (int64_t)n + 1024, moves = 0;
     int32_t narr = 0, bat = 0, escaped = 0;
     const int32_t arr_limit = n / 16 + 64, esc_limit = n / 16 + 16;
     if (!reserve_arr(s, arr_limit)) return false;
     int64_t copies = 0;
-    const double y0 = s->y0, inv_h = s->inv_h, top = (double)(S - 1);
+    const float y0 = s->y0, inv_h = s->inv_h, top = (float)(S - 1);
     for (int32_t sl = 0; sl < S; sl++) s->acount[sl] = 0;
     for (int32_t sl = 0; sl < S; sl++) {
         const int32_t from = s->start[sl], to = s->end[sl], bfrom = bat;
         for (int32_t j = from; j < to; j++) {
-            const int32_t id = A->id[j];
+            const int32_t id = aid[j];
             if (id < 0) continue; /* a visitor: it is walked in its own slab */
             /* The boxes are read in last frame's sorted order, which is
              * random in memory: fetch ahead. */
-            if (j + 16 < to) __builtin_prefetch(&boxes[real_id(A->id[j + 16])]);
+            if (j + 16 < to) __builtin_prefetch(&boxes[real_id(aid[j + 16])]);
             const qg_rect *b = &boxes[id];
-            double ty = ((double)b->min_y - y0) * inv_h, te = ((double)b->max_y - y0) * inv_h;
+            const float ty = (b->min_y - y0) * inv_h, te = (b->max_y - y0) * inv_h;
             int32_t ns, ne;
-            if (!(ty >= 0.0)) ns = 0, escaped += ty < -1.0;
-            else if (ty >= top) ns = S - 1, escaped += ty >= top + 2.0;
+            if (!(ty >= 0.0f)) ns = 0, escaped += ty < -1.0f;
+            else if (ty >= top) ns = S - 1, escaped += ty >= top + 2.0f;
             else ns = (int32_t)ty;
-            if (!(te >= 0.0)) ne = 0;
+            if (!(te >= 0.0f)) ne = 0;
             else if (te >= top) ne = S - 1;
             else ne = (int32_t)te;
             if (ne < ns) ne = ns;
@@ -443,14 +449,13 @@ static bool update_coherent(bench_impl *s, const qg_rect *boxes, int32_t n) {
             const int32_t mny = key_of(b->min_y), mxy = key_of(b->max_y);
             if (ns == sl) {
                 int32_t at = bat++;
-                while (at > bfrom && B->mnx[at - 1] > mnx) {
-                    B->mnx[at] = B->mnx[at - 1], B->mxx[at] = B->mxx[at - 1], B->mny[at] = B->mny[at - 1];
-                    B->mxy[at] = B->mxy[at - 1], B->id[at] = B->id[at - 1], B->e[at] = B->e[at - 1];
+                while (at > bfrom && bmnx[at - 1] > mnx) {
+                    bmnx[at] = bmnx[at - 1], bmxx[at] = bmxx[at - 1], bmny[at] = bmny[at - 1];
+                    bmxy[at] = bmxy[at - 1], bid[at] = bid[at - 1], be[at] = be[at - 1];
                     at--;
                 }
                 moves += bat - 1 - at;
-                B->mnx[at] = mnx, B->mxx[at] = mxx, B->mny[at] = mny, B->mxy[at] = mxy, B->id[at] = id;
-                B->e[at] = ne;
+                bmnx[at] = mnx, bmxx[at] = mxx, bmny[at] = mny, bmxy[at] = mxy, bid[at] = id, be[at] = ne;
             } else {
                 if (narr == arr_limit) return build_fresh(s, boxes, n);
                 rec *r = &s->arr[narr++];
