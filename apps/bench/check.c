@@ -205,6 +205,51 @@ static int sap_check_one(int set, int32_t n, uint64_t seed, int simd) {
     return rc;
 }
 
+/* The level tables: tiles of one hostile set (static), agents of another
+ * (moving), every pair but tile-tile, against plain loops. */
+static int sap_check_level(int tset, int aset, int32_t s, int32_t a, uint64_t seed, int simd) {
+    qgw_rng r = qgw_rng_new(seed);
+    qg_rect *all = malloc(((size_t)s + (size_t)a + 1) * sizeof *all);
+    if (!all) return note("out of memory"), 1;
+    sap_make_set(tset, s, &r, all);
+    sap_make_set(aset, a, &r, all + s);
+    char form[2] = {(char)('0' + simd), 0};
+    setenv("SAP_SIMD", form, 1);
+    bench_level *impl = NULL;
+    bench_setup setup = {{0, 0, 1000, 1000}, s + a, 5, 30, 0, 0, 0, NULL, 0};
+    int rc = 0;
+    if (!bench_sap_level_vtable.create(&impl, &setup, NULL) ||
+        !bench_sap_level_vtable.build(impl, all, s, all + s, a))
+        rc = 1;
+    for (int frame = 0; frame < 7 && rc == 0; frame++) {
+        if (frame > 0) {
+            sap_move(frame % 4, a, &r, all + s);
+            if (!bench_sap_level_vtable.update(impl, all + s, a)) {
+                rc = 1;
+                break;
+            }
+        }
+        sap_pair_check got = {{0, 0}, s + a, false};
+        qgw_sum want = {0, 0};
+        bench_sap_level_vtable.pairs(impl, sap_check_pair, &got);
+        for (int32_t i = 0; i < s + a; i++)
+            for (int32_t j = (i < s ? s : i + 1); j < s + a; j++)
+                if (qgw_overlap(&all[i], &all[j])) qgw_sum_pair(i, j, &want);
+        if (got.bad || got.sum.count != want.count || got.sum.checksum != want.checksum) {
+            note("MISMATCH: sap level tiles %s x%d, agents %s x%d, seed %" PRIu64 " SAP_SIMD=%d frame %d: pairs %" PRIu64
+                 " vs plain loops %" PRIu64 "%s",
+                 sap_set_names[tset], s, sap_set_names[aset], a, seed, simd, frame, got.sum.count, want.count,
+                 got.bad ? " (a pair out of order or range)" : "");
+            rc = 2;
+        }
+    }
+    if (rc == 1) note("sap level failed (tiles %s, agents %s)", sap_set_names[tset], sap_set_names[aset]);
+    bench_sap_level_vtable.destroy(impl);
+    free(all);
+    unsetenv("SAP_SIMD");
+    return rc;
+}
+
 /* Every set at a few sizes (n = 0, 1, 2 among them), each form, fixed seeds
  * (printed with any mismatch). */
 static int run_check_sap(const options *o) {
@@ -217,6 +262,17 @@ static int run_check_sap(const options *o) {
                 rc = sap_check_one(set, sizes[k], seed, simd);
                 runs++;
             }
+    static const int32_t lsizes[][2] = {{0, 0}, {0, 5}, {5, 0}, {1, 1}, {300, 40}, {1200, 300}};
+    int lruns = 0;
+    for (int tset = 0; tset < SAP_SETS && rc == 0; tset += 3)
+        for (int aset = 0; aset < SAP_SETS && rc == 0; aset += 2)
+            for (size_t k = 0; k < sizeof lsizes / sizeof lsizes[0] && rc == 0; k++)
+                for (int simd = 0; simd <= 2 && rc == 0; simd += 2) {
+                    uint64_t seed = QGW_SEED + 500000u + (uint64_t)tset * 1000u + (uint64_t)aset * 10u + (uint64_t)k;
+                    rc = sap_check_level(tset, aset, lsizes[k][0], lsizes[k][1], seed, simd);
+                    lruns++;
+                }
+    if (rc == 0) note("check: sap level equals plain loops on %d hostile runs (seeds %" PRIu64 "+500000+1000*tiles+10*agents+size)", lruns, QGW_SEED);
     if (rc == 0)
         note("check: sap equals plain loops on %d hostile runs (%d sets, n up to 1500, seeds %" PRIu64
              "+1000*set+size, SAP_SIMD 0/1/2)", runs, SAP_SETS, QGW_SEED);

@@ -24,7 +24,7 @@ static const qg_kind qg_kinds[QG_KIND_COUNT] = {QG_KIND_LIST(BENCH_KIND_)};
  * name; its b2DynamicTree peer has no level). */
 static const bench_peer peers[] = {
     {"sweep", &bench_sweep_vtable, NULL, BENCH_BYTES_EXACT, false, &bench_sweep_level_vtable},
-    {"sap", &bench_sap_vtable, NULL, BENCH_BYTES_EXACT, false, NULL},
+    {"sap", &bench_sap_vtable, NULL, BENCH_BYTES_EXACT, false, &bench_sap_level_vtable},
 #ifdef QG_BENCH_HAVE_CHIPMUNK
     {"chipmunk_bbtree", &bench_chipmunk_bbtree_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false,
      &bench_chipmunk_bbtree_level_vtable},

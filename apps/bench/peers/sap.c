@@ -98,6 +98,7 @@ struct bench_impl {
     double max_width;
     bool nomem;
     int simd; /* 2 avx2, 1 sse2, 0 scalar */
+    bool fixed_slabs; /* level: the slabs are shared with the tiles, never relearned */
     size_t bytes;
 };
 
@@ -340,8 +341,8 @@ enum { RBITS = 11, RBUCKETS = 1 << RBITS };
 static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
     s->n = n;
     s->boxes = boxes;
-    double lo, hi;
-    learn_slabs(s, boxes, n, &lo, &hi);
+    double lo = 0.0, hi = 0.0;
+    if (!s->fixed_slabs) learn_slabs(s, boxes, n, &lo, &hi);
     /* A: the scratch of the sort now, the runs after (visitor copies are
      * a few percent of n on ordinary scenes; fill() grows A if not). */
     if (!soa_reserve(&s->A, n + n / 8 + (s->S + 2) * PAD, true) || !soa_reserve(&s->B, n > 0 ? n : 1, true) ||
@@ -365,7 +366,7 @@ static bool build_fresh(bench_impl *s, const qg_rect *boxes, int32_t n) {
             hist[3][sl & (RBUCKETS - 1)]++, hist[4][sl >> RBITS]++;
             s->bcount[sl]++;
         }
-        if (copies <= 2 * (int64_t)n || s->S == 1) break;
+        if (copies <= 2 * (int64_t)n || s->S == 1 || s->fixed_slabs) break;
         set_slabs(s, lo, hi, (s->S + 1) / 2);
     }
     const int last = s->S > RBUCKETS ? 4 : 3;
@@ -501,13 +502,14 @@ enum { PAIR_BUF = 512 };
 typedef struct pair_buf {
     int32_t a[PAIR_BUF], b[PAIR_BUF];
     int32_t count;
+    int32_t off_a, off_b; /* added to a and b when handed over (level: agents after the tiles) */
     qg_pair_fn *fn;
     void *user;
 } pair_buf;
 
 __attribute__((noinline)) static bool flush(pair_buf *pb) {
     for (int32_t k = 0; k < pb->count; k++) {
-        const int32_t a = pb->a[k], b = pb->b[k];
+        const int32_t a = pb->a[k] + pb->off_a, b = pb->b[k] + pb->off_b;
         if (!(a < b ? pb->fn(a, b, pb->user) : pb->fn(b, a, pb->user))) return false;
     }
     pb->count = 0;
@@ -641,7 +643,7 @@ static bool sap_update(bench_impl *s, const qg_rect *boxes, int32_t n) {
 
 static bool sap_pairs(bench_impl *s, qg_pair_fn *fn, void *user) {
     pair_buf pb;
-    pb.count = 0, pb.fn = fn, pb.user = user;
+    pb.count = 0, pb.off_a = pb.off_b = 0, pb.fn = fn, pb.user = user;
     for (int32_t sl = 0; sl < s->S; sl++) {
         const int32_t f = s->start[sl], t = s->end[sl];
         bool go;
@@ -677,9 +679,20 @@ static void widths(bench_impl *s) {
 
 /* The first index of [from, to) whose min_x can reach x0 (a box there has
  * min_x >= x0 - wmax; the start is rounded down, so it is conservative). */
-static int32_t scan_from(const int32_t *mnx, int32_t from, int32_t to, float x0, double wmax) {
+/* The smallest key a box reaching x0 can start at, when no box is wider
+ * than wmax: x0 - wmax with a margin, rounded to float, then one float
+ * lower (the key order is the float order, so one float lower is key - 1);
+ * conservative. */
+static inline int32_t reach_key(float x0, double wmax) {
     double lo = (double)x0 - wmax * (1.0 + 1e-6) - 1e-30;
-    int32_t k = lo < -3.4e38 ? INT32_MIN : key_of(nextafterf((float)lo, -INFINITY));
+    if (!(lo > -3.4e38)) return INT32_MIN;
+    int32_t k = key_of((float)lo);
+    return k > INT32_MIN ? k - 1 : k;
+}
+
+/* The first index of [from, to) whose min_x can reach x0 (binary search). */
+static int32_t scan_from(const int32_t *mnx, int32_t from, int32_t to, float x0, double wmax) {
+    const int32_t k = reach_key(x0, wmax);
     int32_t a = from, b = to;
     while (a < b) {
         int32_t m = a + (b - a) / 2;
@@ -827,4 +840,172 @@ static bool sap_nearest(bench_impl *s, float x, float y, int32_t k, int32_t *out
 const bench_vtable bench_sap_vtable = {
     sap_create, sap_build, sap_update, sap_pairs, sap_query, sap_bytes, sap_destroy, sap_error, NULL, NULL,
     sap_ray_all, sap_ray_closest, sap_nearest,
+};
+
+/* ---- level: static tiles, moving agents ------------------------------------------
+ *
+ * Two sap indexes on the same slabs (learned once from tiles and agents
+ * together): the tiles', built once by the radix sort and never touched
+ * again, and the agents', mended every frame. Pairs are the agents' own
+ * sweep plus, slab by slab, each agent entry probing the tiles' run (a
+ * bipartite box pruning, Terdiman, Box pruning revisited part 2, with the
+ * static side searched instead of swept), so no tile-tile pair is ever
+ * looked at and a frame costs nothing per tile. A tile-agent pair is met
+ * in the slab of the higher min_y, where one of the two is a member: two
+ * visitors are skipped, as in the single sweep. */
+
+struct bench_level {
+    bench_impl *tiles, *agents;
+    int32_t s, a;
+    bool nomem;
+};
+
+static bool sapl_create(bench_level **out, const bench_setup *setup, const void *arg) {
+    bench_level *l = calloc(1, sizeof *l);
+    *out = l;
+    if (!l) return false;
+    if (!sap_create(&l->tiles, setup, arg) || !sap_create(&l->agents, setup, arg)) return false;
+    l->tiles->fixed_slabs = l->agents->fixed_slabs = true;
+    return true;
+}
+
+static bool sapl_build(bench_level *l, const qg_rect *tiles, int32_t s, const qg_rect *agents, int32_t a) {
+    l->s = s, l->a = a;
+    /* The slabs from both sets: a sample of their union. */
+    qg_rect *all = malloc(((size_t)s + (size_t)a + 1) * sizeof *all);
+    if (!all) return !(l->nomem = true);
+    memcpy(all, tiles, (size_t)s * sizeof *all);
+    memcpy(all + s, agents, (size_t)a * sizeof *all);
+    double lo, hi;
+    learn_slabs(l->tiles, all, s + a, &lo, &hi);
+    free(all);
+    l->agents->S = l->tiles->S, l->agents->y0 = l->tiles->y0, l->agents->inv_h = l->tiles->inv_h;
+    bool ok = build_fresh(l->tiles, tiles, s) && build_fresh(l->agents, agents, a);
+    if (ok) widths(l->tiles); /* once: the tiles never change */
+    count_bytes(l->tiles), count_bytes(l->agents);
+    l->nomem = !ok;
+    return ok;
+}
+
+static bool sapl_update(bench_level *l, const qg_rect *agents, int32_t a) {
+    bool ok = a == l->a ? update_coherent(l->agents, agents, a) : build_fresh(l->agents, agents, a);
+    count_bytes(l->agents);
+    l->nomem = !ok;
+    return ok;
+}
+
+/* Agents G[gf, gt) against tiles T[tf, tt): the tiles never move, so
+ * rather than sweeping every tile each frame (cost in the tiles), each
+ * agent entry finds its first candidate tile (a tile reaching the agent's
+ * min_x starts at most the run's widest tile before it), skipping 16 tiles
+ * at a time, and scans to its max_x: the tiles far from every agent are
+ * skipped, not tested. Full x and y tests,
+ * two visitors skipped. */
+/* The agents come in min_x order, so the first tile each can reach only
+ * moves forward: it is advanced, 16 at a time while it can, then one by
+ * one (the sentinel stops it). */
+static inline int32_t advance(const int32_t *mnx, int32_t p, int32_t to, int32_t k) {
+    while (p + 16 < to && mnx[p + 16] < k) p += 16;
+    while (mnx[p] < k) p++;
+    return p;
+}
+
+static bool probe_scalar(const soa *G, int32_t gf, int32_t gt, const soa *T, int32_t tf, int32_t tt, double twmax,
+                         pair_buf *pb) {
+    int32_t p = tf;
+    for (int32_t i = gf; i < gt; i++) {
+        const int32_t x0 = G->mnx[i], x1 = G->mxx[i], y0 = G->mny[i], y1 = G->mxy[i], a = G->id[i];
+        p = advance(T->mnx, p, tt, reach_key(float_of(x0), twmax));
+        for (int32_t j = p; T->mnx[j] <= x1; j++)
+            if (T->mxx[j] >= x0 && T->mny[j] <= y1 && y0 <= T->mxy[j] && (a & T->id[j]) >= 0) {
+                EMIT(real_id(T->id[j]), real_id(a));
+                MAYBE_FLUSH();
+            }
+    }
+    return true;
+}
+
+#if SAP_X86
+__attribute__((target("avx2"))) static bool probe_avx2(const soa *G, int32_t gf, int32_t gt, const soa *T, int32_t tf,
+                                                      int32_t tt, double twmax, pair_buf *pb) {
+    const __m256i zero = _mm256_setzero_si256();
+    int32_t p = tf;
+    for (int32_t i = gf; i < gt; i++) {
+        const int32_t a = G->id[i];
+        p = advance(T->mnx, p, tt, reach_key(float_of(G->mnx[i]), twmax));
+        const __m256i x0 = _mm256_set1_epi32(G->mnx[i]), x1 = _mm256_set1_epi32(G->mxx[i]),
+                      y0 = _mm256_set1_epi32(G->mny[i]), y1 = _mm256_set1_epi32(G->mxy[i]), va = _mm256_set1_epi32(a);
+        for (int32_t j = p;; j += 8) {
+            __m256i xf = _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(T->mnx + j)), x1);
+            __m256i bad = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpgt_epi32(x0, _mm256_loadu_si256((const __m256i *)(T->mxx + j))),
+                                _mm256_cmpgt_epi32(_mm256_loadu_si256((const __m256i *)(T->mny + j)), y1)),
+                _mm256_or_si256(_mm256_cmpgt_epi32(y0, _mm256_loadu_si256((const __m256i *)(T->mxy + j))),
+                                _mm256_cmpgt_epi32(zero, _mm256_and_si256(va, _mm256_loadu_si256((const __m256i *)(T->id + j))))));
+            int fail = _mm256_movemask_ps(_mm256_castsi256_ps(xf));
+            int hit = ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(xf, bad))) & 0xFF;
+            while (hit) {
+                int b = __builtin_ctz((unsigned)hit);
+                hit &= hit - 1;
+                EMIT(real_id(T->id[j + b]), real_id(a));
+            }
+            MAYBE_FLUSH();
+            if (fail) break;
+        }
+    }
+    return true;
+}
+#endif
+
+static bool sapl_pairs(bench_level *l, qg_pair_fn *fn, void *user) {
+    bench_impl *T = l->tiles, *G = l->agents;
+    pair_buf pb;
+    pb.count = 0, pb.off_a = pb.off_b = l->s, pb.fn = fn, pb.user = user;
+    /* The agents' own pairs. */
+    for (int32_t sl = 0; sl < G->S; sl++) {
+        const int32_t f = G->start[sl], t = G->end[sl];
+        bool go;
+#if SAP_X86
+        if (G->simd == 2) go = self_avx2(&G->A, f, t, &pb);
+        else if (G->simd == 1) go = self_sse2(&G->A, f, t, &pb);
+        else
+#endif
+            go = self_scalar(&G->A, f, t, &pb);
+        if (!go) return true;
+    }
+    if (!flush(&pb)) return true;
+    /* Tiles against agents, emitted (tile, agent). */
+    pb.off_a = 0, pb.off_b = l->s;
+    const int32_t S = T->S < G->S ? T->S : G->S;
+    for (int32_t sl = 0; sl < S; sl++) {
+        const int32_t gf = G->start[sl], gt = G->end[sl], tf = T->start[sl], tt = T->end[sl];
+        if (gf == gt || tf == tt) continue;
+        bool go;
+#if SAP_X86
+        if (G->simd == 2) go = probe_avx2(&G->A, gf, gt, &T->A, tf, tt, T->wmax[sl], &pb);
+        else
+#endif
+            go = probe_scalar(&G->A, gf, gt, &T->A, tf, tt, T->wmax[sl], &pb);
+        if (!go) return true;
+    }
+    flush(&pb);
+    return true;
+}
+
+static size_t sapl_bytes(bench_level *l) {
+    return sizeof *l + sap_bytes(l->tiles) + sap_bytes(l->agents);
+}
+
+static void sapl_destroy(bench_level *l) {
+    if (!l) return;
+    sap_destroy(l->tiles), sap_destroy(l->agents);
+    free(l);
+}
+
+static const char *sapl_error(bench_level *l) {
+    return l->nomem ? "out of memory" : NULL;
+}
+
+const bench_level_vtable bench_sap_level_vtable = {
+    sapl_create, sapl_build, sapl_update, sapl_pairs, NULL, NULL, sapl_bytes, sapl_destroy, sapl_error,
 };
