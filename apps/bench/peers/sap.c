@@ -1,41 +1,43 @@
 // SPDX-License-Identifier: MIT
 /* sap: an expert's sort-and-sweep, as the strongest form of the idea the
  * plain `sweep` peer is the textbook form of. Built from the published
- * ideas of Pierre Terdiman's "Box pruning revisited" series and of bepu's
- * broad phase, written here from those descriptions:
+ * ideas of Pierre Terdiman's "Box pruning revisited" series (2017) and of
+ * bepu's broad phase, written here from those descriptions:
  *
  * - Integer keys: every float bound becomes an int32 whose signed order is
- *   the float order (sign-magnitude to two's complement, -0 folded into +0),
- *   so the sort and every test of the sweep are integer compares
- *   (Terdiman, Box pruning revisited part 5 and the radix sort article).
- * - Structure of arrays, boxes copied into sorted order, so the sweep reads
- *   memory as a stream and never chases an id (parts 3 and 14).
+ *   the float order (negative floats' magnitude bits flipped, -0 folded
+ *   into +0), so the sort and every test of the sweep are integer compares
+ *   (Terdiman, Box pruning revisited part 7, integer boxes, and part 14d,
+ *   the float encoding; also his "Radix Sort Revisited").
+ * - Boxes copied into sorted order (part 6b), x split from y as structure
+ *   of arrays (parts 10-11), so the sweep streams memory and never follows
+ *   an id.
  * - Sentinels (INT32_MAX min_x) after every sorted run: the inner loop's
- *   only exit is the x test, no bound check (part 4).
- * - The y test of 8 candidates at once with AVX2, 4 with SSE2, scalar
- *   elsewhere (parts 8-15 for the SIMD overlap test; the x test is folded
- *   into the same mask).
- * - A fresh build radix-sorts (LSD, 11-bit digits, all histograms in one
+ *   only exit is its x test, no bound check (part 4; integer sentinels,
+ *   part 14d).
+ * - The overlap test of 8 candidates at once with AVX2, 4 with SSE2 (part 9
+ *   for SSE, part 15 for AVX), scalar elsewhere; the x test, both y tests
+ *   and the visitor test in one mask.
+ * - A fresh build radix-sorts (LSD, 11-bit digits, every histogram in one
  *   pass, passes whose digit is the same for every key skipped); a frame
- *   starts from last frame's order and mends it with an insertion sort
- *   (temporal coherence), falling back to the radix build when the order is
- *   far off (part 17 discusses the trade).
+ *   starts from last frame's order and mends it with an insertion sort, the
+ *   series' choice for coherent frames (radix for one-shot sorts), falling
+ *   back to the radix build when the order is far off.
  * - Partitioning in y (bepu's broad phase splits the world so that dense
  *   long stacks along the sort axis do not make every box meet sqrt(n)
- *   candidates): the world is cut into horizontal slabs of height learned
- *   from the boxes (SAP_SLAB_FACTOR times the median height). A box lives
- *   in the slab of its min_y and is swept there against its slab's boxes;
- *   a box whose max_y reaches slabs above is copied into their "visitor"
- *   lists, and each slab's boxes are swept against its visitors
- *   (bipartite box pruning, part 2). The slab of a value is a monotone
- *   function f, so a pair (a, b) with f(a.min_y) <= f(b.min_y) can overlap
- *   only if f(b.min_y) <= f(a.max_y): it is met exactly once, in b's slab,
- *   either in the slab's own sweep or against its visitors. Tall boxes
- *   need no special case; their copies are bounded by coarsening the slabs
- *   until the visitor copies are at most 2n.
+ *   candidates): the world is cut into horizontal slabs whose height is
+ *   learned from the boxes (about SAP_CANDIDATES x-candidates a box). A box
+ *   lives in the slab of its min_y; a box whose max_y reaches slabs above is
+ *   copied into their runs as a "visitor" (id stored as ~id), and each
+ *   slab's run, members and visitors sorted together, is swept once, two
+ *   visitors never paired. The slab of a value is a monotone function f, so
+ *   a pair (a, b) with f(a.min_y) <= f(b.min_y) can overlap only if
+ *   f(b.min_y) <= f(a.max_y): it is met exactly once, in b's slab, where b
+ *   is a member. Tall boxes need no special case; their copies are bounded
+ *   by coarsening the slabs until the visitor copies are at most 2n.
  *
  * Rays and nearest neighbours are window queries with the workload's exact
- * tests on top, as in sweep.c. */
+ * tests on top, as in sweep.c. The level tables are at the end. */
 #include "peer.h"
 
 #include <math.h>
@@ -541,7 +543,7 @@ static bool self_scalar(const soa *A, int32_t from, int32_t to, pair_buf *pb) {
 #if SAP_X86
 /* The same loop 4 candidates at a time (SSE2, the x86-64 baseline): the x
  * test, the y tests and the visitor test in one mask (Terdiman, Box pruning
- * revisited parts 8-15). The sentinels fail the x test, and every lane past
+ * revisited part 9 for SSE, part 15 for AVX). The sentinels fail the x test, and every lane past
  * the first x failure fails it too (sorted), so a chunk with any x failure
  * is the last. */
 static bool self_sse2(const soa *A, int32_t from, int32_t to, pair_buf *pb) {
@@ -847,9 +849,9 @@ const bench_vtable bench_sap_vtable = {
  * Two sap indexes on the same slabs (learned once from tiles and agents
  * together): the tiles', built once by the radix sort and never touched
  * again, and the agents', mended every frame. Pairs are the agents' own
- * sweep plus, slab by slab, each agent entry probing the tiles' run (a
- * bipartite box pruning, Terdiman, Box pruning revisited part 2, with the
- * static side searched instead of swept), so no tile-tile pair is ever
+ * sweep plus, slab by slab, each agent entry probing the tiles' run (the
+ * bipartite box pruning of the series' original code, with the static side
+ * searched instead of swept), so no tile-tile pair is ever
  * looked at and a frame costs nothing per tile. A tile-agent pair is met
  * in the slab of the higher min_y, where one of the two is a member: two
  * visitors are skipped, as in the single sweep. */
