@@ -24,6 +24,7 @@ static const qg_kind qg_kinds[QG_KIND_COUNT] = {QG_KIND_LIST(BENCH_KIND_)};
  * name; its b2DynamicTree peer has no level). */
 static const bench_peer peers[] = {
     {"sweep", &bench_sweep_vtable, NULL, BENCH_BYTES_EXACT, false, &bench_sweep_level_vtable},
+    {"sap", &bench_sap_vtable, NULL, BENCH_BYTES_EXACT, false, &bench_sap_level_vtable},
 #ifdef QG_BENCH_HAVE_CHIPMUNK
     {"chipmunk_bbtree", &bench_chipmunk_bbtree_vtable, NULL, BENCH_BYTES_HEAP_DELTA, false,
      &bench_chipmunk_bbtree_level_vtable},
@@ -85,7 +86,7 @@ static void usage(FILE *f) {
           "           (default all), --n (default 200000), --frames (default 10), --json\n"
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
-          "  check    test the sort-and-sweep reference against plain loops\n"
+          "  check    test the sort-and-sweep reference and the sap peer against plain loops\n"
           "  drift    agents medians fresh, aged (--age F, default 300) and rebuilt, and\n"
           "           the index's bytes at each, per kind\n"
           "  soak     agents and mixed with churn for many frames: memory held flat, pairs\n"

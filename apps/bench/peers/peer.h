@@ -147,8 +147,10 @@ typedef struct bench_peer {
 
 extern const bench_vtable bench_quadgrid_vtable;
 extern const bench_vtable bench_sweep_vtable;
+extern const bench_vtable bench_sap_vtable;
 extern const bench_level_vtable bench_quadgrid_level_vtable;
 extern const bench_level_vtable bench_sweep_level_vtable;
+extern const bench_level_vtable bench_sap_level_vtable;
 #ifdef QG_BENCH_HAVE_CHIPMUNK
 extern const bench_vtable bench_chipmunk_bbtree_vtable;
 extern const bench_vtable bench_chipmunk_spacehash_vtable;
