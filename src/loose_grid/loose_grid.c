@@ -22,10 +22,15 @@ static void lg_link_new(loose_grid *g, int32_t i, lg_range had, lg_range grown)
     }
 }
 
-/// What loose_grid_batch_mark noted before a batch with static elements:
-/// the capacities and counters its moves may change, and each loose box as
-/// it was before the batch grew it (logged once per cell), so that an
-/// undone batch gives every byte back (loose_grid_batch_trim).
+/// What a batch's moves may grow, noted before them so that an undone
+/// batch gives every byte back (lg_give_back): the capacities and counters
+/// its moves may change, and each loose box as it was before the batch grew
+/// it. loose_grid_batch_mark logs a box once per cell (`seen`); the kind's
+/// own batch (loose_grid_move_many) logs every growth (`seen` NULL: each of
+/// its far moves grows at most one box, so a log per far move holds them
+/// all, without a bitmap of every cell to clear for each call), and the
+/// give-back puts them back last first, so a box grown twice ends as it was
+/// before the first.
 typedef struct lg_mark {
     size_t bytes;
     int32_t items_capacity, next_capacity, cell_capacity, links_capacity;
@@ -33,22 +38,23 @@ typedef struct lg_mark {
     bool refit;
     bool lost; ///< more boxes grew than the log holds: they stay grown
     int32_t logged, room;
-    uint32_t *seen; ///< a bit per loose cell: its box is logged
+    uint32_t *seen; ///< a bit per loose cell: its box is logged; NULL: log every growth
     lg_loose *box;  ///< [room]: the logged boxes
     int32_t *which; ///< [room]: their loose cells
 } lg_mark;
 
-/// Logs loose cell i's box before its first growth in a marked batch.
+/// Logs loose cell i's box before it grows in a marked batch.
 static void lg_log(lg_mark *m, const lg_loose *loose, int32_t i)
 {
     const uint32_t bit = UINT32_C(1) << (i & 31);
-    if (m->seen[i >> 5] & bit)
+    if (m->seen != NULL && (m->seen[i >> 5] & bit))
         return;
     if (m->logged == m->room) {
         m->lost = true;
         return;
     }
-    m->seen[i >> 5] |= bit;
+    if (m->seen != NULL)
+        m->seen[i >> 5] |= bit;
     m->box[m->logged] = loose[i];
     m->which[m->logged++] = i;
 }
@@ -509,45 +515,65 @@ static void lg_batch_near(int32_t begin, int32_t end, int32_t worker, void *cont
     }
 }
 
+/// A far move's undo record: the element's box and `cell` word before it
+/// (the word's epoch too, so a move that was near before the batch is near
+/// again after an undo, as it would have been).
+typedef struct lg_undo {
+    qg_rect box;
+    uint32_t cell;
+} lg_undo;
+
 /// Moves handles[i] to boxes[i] for the far moves one at a time, as qg_move
-/// does; on QG_ERR_NOMEM the ones done are moved back in reverse order (a
-/// move back needs no memory: the old box is inside its cell's loose box,
-/// which only grows between cleanups, and a relink keeps the node's slot).
-/// old[] holds a box per far move.
-static qg_status lg_batch_far(loose_grid *g, const lg_batch *b, qg_rect *old)
+/// does, noting each one's undo record in old[] first. *done: the batch
+/// position it stopped at (on QG_ERR_NOMEM the move there did not move).
+static qg_status lg_batch_far(loose_grid *g, const lg_batch *b, lg_undo *old, int32_t *done)
 {
     qg_index *index = &g->base;
-    qg_status s = QG_OK;
-    int32_t i = 0, j = 0;
-    for (; i < b->n; ++i) {
+    int32_t j = 0;
+    for (int32_t i = 0; i < b->n; ++i) {
         if (!b->far[i])
             continue;
         const qg_handle h = b->handles[i];
-        old[j++] = index->boxes[h];
+        old[j] = (lg_undo){index->boxes[h], g->cell[h]};
         qg_txn txn;
         qg_txn_begin(&txn, &index->alloc);
-        s = lg_move_plain(g, &txn, h, b->boxes[i]);
+        const qg_status s = lg_move_plain(g, &txn, h, b->boxes[i]);
         if (s != QG_OK) {
             qg_txn_rollback(&txn);
-            j--; // this one did not move: the undo starts at the one before
-            break;
+            *done = i;
+            return s;
         }
+        j++;
     }
-    while (s != QG_OK && i-- > 0) {
-        if (!b->far[i])
-            continue;
-        qg_txn txn;
-        qg_txn_begin(&txn, &index->alloc);
-        if (lg_move_plain(g, &txn, b->handles[i], old[--j]) != QG_OK)
-            qg_txn_rollback(&txn); // cannot happen (see above)
-    }
-    return s;
+    *done = b->n;
+    return QG_OK;
 }
 
-/// The look at the world a pending re-fit asks for (g->refit), before a
-/// batch moves anything: planned from the elements where they are, re-fitted
-/// when that helps (every element re-filed, so a move of the batch can
-/// always be undone without memory). QG_ERR_NOMEM before any change.
+/// Moves the far moves before batch position `done` back, last first. A
+/// move back needs no memory: the old box is inside its cell's loose box,
+/// which only grows between cleanups, and a relink keeps the node's slot.
+static void lg_batch_unfar(loose_grid *g, const lg_batch *b, const lg_undo *old, int32_t done)
+{
+    int32_t j = 0;
+    for (int32_t i = 0; i < done; ++i)
+        j += b->far[i];
+    for (int32_t i = done; i-- > 0;) {
+        if (!b->far[i])
+            continue;
+        const qg_handle h = b->handles[i];
+        qg_txn txn;
+        qg_txn_begin(&txn, &g->base.alloc);
+        if (lg_move_plain(g, &txn, h, old[--j].box) != QG_OK)
+            qg_txn_rollback(&txn); // cannot happen (see above)
+        g->cell[h] = old[j].cell;
+    }
+}
+
+/// The look at the world a pending re-fit asks for (g->refit), after the
+/// batch moved every element one by one: planned from the elements where
+/// the batch put them, re-fitted when that helps. QG_ERR_NOMEM before any
+/// change (qg_lg_refit allocates everything first), and the batch is then
+/// undone in the old world.
 static qg_status lg_batch_look(loose_grid *g)
 {
     lg_plan p;
@@ -565,13 +591,19 @@ static qg_status lg_batch_look(loose_grid *g)
     return QG_OK;
 }
 
+static void lg_give_back(loose_grid *g, const lg_mark *m);
+
 /// qg_move_many. Most moves of a frame are near ones (on `agents`, every
 /// element moves a little each frame and cleanup runs in between), which
 /// touch only their own element: they are found in parallel (phase 1),
 /// the far ones, which grow loose boxes and relink lists, run serially with
 /// their own undo (phase 2), and only when those all succeeded do the near
-/// ones store their boxes, in parallel (phase 3): QG_ERR_NOMEM leaves no
-/// element moved. A pending re-fit is looked at first (lg_batch_look).
+/// ones store their boxes, in parallel (phase 3). QG_ERR_NOMEM leaves no
+/// element moved and no byte held: the far moves' growth is logged as a
+/// marked batch's is and given back (lg_give_back). A pending re-fit makes
+/// every move a far one and looks at the world after them (lg_batch_look):
+/// a re-fit before them could not be taken back when a move is then
+/// refused.
 static qg_status loose_grid_move_many(qg_index *index, const qg_jobs *jobs, const qg_handle *handles,
                                       const qg_rect *boxes, int32_t n)
 {
@@ -579,22 +611,38 @@ static qg_status loose_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
     qg_alloc *alloc = &index->alloc;
     lg_batch b = {g, handles, boxes, NULL, n};
     b.far = qg_mem_alloc(alloc, (size_t)n);
-    if (b.far == NULL || (g->refit && lg_batch_look(g) != QG_OK)) {
-        qg_mem_free(alloc, b.far, (size_t)n);
+    if (b.far == NULL)
         return QG_ERR_NOMEM;
-    }
-    qg_jobs_run(jobs, lg_batch_classify, n, &b);
+    const bool look = g->refit;
+    if (look)
+        memset(b.far, 1, (size_t)n);
+    else
+        qg_jobs_run(jobs, lg_batch_classify, n, &b);
     int32_t nfar = 0;
     for (int32_t i = 0; i < n; ++i)
         nfar += b.far[i];
-    const size_t old_bytes = (size_t)nfar * sizeof(qg_rect);
-    qg_rect *old = nfar > 0 ? qg_mem_alloc(alloc, old_bytes) : NULL;
+    // Per far move: its undo record and a log entry (the box it may grow).
+    const size_t old_bytes = (size_t)nfar * (sizeof(lg_undo) + sizeof(lg_loose) + sizeof(int32_t));
+    lg_undo *old = nfar > 0 ? qg_mem_alloc(alloc, old_bytes) : NULL;
     qg_status s = QG_ERR_NOMEM;
     if (nfar == 0 || old != NULL) {
+        lg_mark m = {0,         g->items_capacity, g->next_capacity, g->cell_capacity, g->links.capacity,
+                     g->item_high, g->strays,      g->refit,         false,            0,
+                     nfar,      NULL,              (lg_loose *)(old + nfar), NULL};
+        m.which = (int32_t *)(m.box + nfar);
+        g->mark = &m;
         g->fresh = false;
-        s = lg_batch_far(g, &b, old);
-        if (s == QG_OK)
+        int32_t done = 0;
+        s = lg_batch_far(g, &b, old, &done);
+        g->mark = NULL;
+        if (s == QG_OK && look && (s = lg_batch_look(g)) != QG_OK)
+            done = n;
+        if (s != QG_OK) {
+            lg_batch_unfar(g, &b, old, done);
+            lg_give_back(g, &m);
+        } else {
             qg_jobs_run(jobs, lg_batch_near, n, &b);
+        }
     }
     qg_mem_free(alloc, old, old_bytes);
     qg_mem_free(alloc, b.far, (size_t)n);
@@ -637,57 +685,62 @@ static void *loose_grid_batch_mark(qg_index *index, int32_t n)
     return m;
 }
 
+/// After an undo: gives back what the batch grew. The undo left every
+/// element where it was, in its old node, so each logged loose box can
+/// shrink back to its old box (which held its elements then, and holds them
+/// again); the tight cells' lists are rebuilt from the boxes in the links
+/// they hold (qg_lg_relink, cleanup's relink: as many links as before the
+/// batch, which fit the old capacity); the nodes above the old high-water
+/// mark are all free again. Shrinks only: never allocates, cannot fail.
+static void lg_give_back(loose_grid *g, const lg_mark *m)
+{
+    qg_alloc *alloc = &g->base.alloc;
+    if (m->logged > 0 && !m->lost) {
+        for (int32_t j = m->logged; j-- > 0;) {
+            lg_loose *c = &g->loose[m->which[j]];
+            const lg_loose was = m->box[j];
+            c->l = was.l, c->t = was.t, c->r = was.r, c->b = was.b; // (its list head is today's)
+        }
+        qg_lg_relink(g);
+        const int32_t keep = lg_max32(m->links_capacity, g->links.high);
+        qg_array_shrink(alloc, (void **)&g->links.data, &g->links.capacity, sizeof(qg_enode), keep);
+    }
+    bool above = false; // a live node above the old mark (none is expected)
+    for (int32_t k = m->item_high; k < g->item_high; ++k)
+        above |= g->items[k].h >= 0;
+    if (g->item_high > m->item_high && !above) {
+        // The free list is made again from the holes below the old
+        // mark (the ones after the packed part, as lg_unlink keeps it).
+        g->free_item = -1;
+        for (int32_t k = m->item_high; k-- > g->packed;) {
+            if (g->items[k].h < 0) {
+                g->next[k] = g->free_item;
+                g->free_item = k;
+            }
+        }
+        g->item_high = m->item_high;
+    }
+    if (g->item_high <= m->item_high) {
+        qg_array_shrink(alloc, (void **)&g->items, &g->items_capacity, sizeof(lg_item), m->items_capacity);
+        qg_array_shrink(alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t), m->next_capacity);
+    }
+    // The handles in the kind are the ones before the batch, all below
+    // the old capacity.
+    qg_array_shrink(alloc, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), m->cell_capacity);
+    g->refit = m->refit;
+    g->strays = m->strays;
+}
+
 /// After the batch: ends the mark, and after an undo (`undone`) first gives
-/// back what the batch grew. The undo left every element where it was, in
-/// its old node, so each logged loose box can shrink back to its old box
-/// (which held its elements then, and holds them again); the tight cells'
-/// lists are rebuilt from the boxes in the links they hold (qg_lg_relink,
-/// cleanup's relink: as many links as before the batch, which fit the old
-/// capacity); the nodes above the old high-water mark are all free again.
-/// Shrinks only: never allocates, cannot fail.
+/// back what the batch grew (lg_give_back).
 static void loose_grid_batch_trim(qg_index *index, void *mark, bool undone)
 {
     loose_grid *g = (loose_grid *)index;
     lg_mark *m = mark;
-    qg_alloc *alloc = &index->alloc;
     g->mark = NULL;
-    if (undone) {
-        if (m->logged > 0 && !m->lost) {
-            for (int32_t j = 0; j < m->logged; ++j) {
-                lg_loose *c = &g->loose[m->which[j]];
-                const lg_loose was = m->box[j];
-                c->l = was.l, c->t = was.t, c->r = was.r, c->b = was.b; // (its list head is today's)
-            }
-            qg_lg_relink(g);
-            const int32_t keep = lg_max32(m->links_capacity, g->links.high);
-            qg_array_shrink(alloc, (void **)&g->links.data, &g->links.capacity, sizeof(qg_enode), keep);
-        }
-        bool above = false; // a live node above the old mark (none is expected)
-        for (int32_t k = m->item_high; k < g->item_high; ++k)
-            above |= g->items[k].h >= 0;
-        if (g->item_high > m->item_high && !above) {
-            // The free list is made again from the holes below the old
-            // mark (the ones after the packed part, as lg_unlink keeps it).
-            g->free_item = -1;
-            for (int32_t k = m->item_high; k-- > g->packed;) {
-                if (g->items[k].h < 0) {
-                    g->next[k] = g->free_item;
-                    g->free_item = k;
-                }
-            }
-            g->item_high = m->item_high;
-        }
-        if (g->item_high <= m->item_high) {
-            qg_array_shrink(alloc, (void **)&g->items, &g->items_capacity, sizeof(lg_item), m->items_capacity);
-            qg_array_shrink(alloc, (void **)&g->next, &g->next_capacity, sizeof(int32_t), m->next_capacity);
-        }
-        // The handles in the kind are the ones before the batch, all below
-        // the old capacity.
-        qg_array_shrink(alloc, (void **)&g->cell, &g->cell_capacity, sizeof(uint32_t), m->cell_capacity);
-        g->refit = m->refit;
-        g->strays = m->strays;
-    }
-    qg_mem_free(alloc, m, m->bytes);
+    if (undone)
+        lg_give_back(g, m);
+    qg_mem_free(&index->alloc, m, m->bytes);
 }
 
 static void loose_grid_cleanup(qg_index *index)

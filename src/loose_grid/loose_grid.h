@@ -206,8 +206,8 @@ typedef struct loose_grid {
     float ox, oy;
     float lsx, lsy; ///< loose cells per world unit
     float tsx, tsy; ///< tight cells per world unit
-    /// A batch with static elements is running (loose_grid_batch_mark): its
-    /// first growth of each loose box is logged there, and no re-fit runs.
+    /// A batch is running (loose_grid_batch_mark, loose_grid_move_many):
+    /// the loose boxes its moves grow are logged there, and no re-fit runs.
     struct lg_mark *mark;
 } loose_grid;
 

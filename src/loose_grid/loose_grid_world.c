@@ -516,7 +516,7 @@ static int32_t lg_collect_refit(loose_grid *g)
 
 /// Moves the index into plan p's world (element oh given box obox: the box
 /// of a move, or of an insert whose slot is taken and whose item is
-/// reserved; oh = -1 for none, as a batch move re-fits before it moves). Everything is allocated first: the new cell arrays, and the
+/// reserved; oh = -1 for none, as a batch move re-fits after its moves). Everything is allocated first: the new cell arrays, and the
 /// links their loose boxes need (computed from the elements, before any
 /// change); QG_ERR_NOMEM then leaves the index as it was (the caller's txn
 /// shrinks the links back). Then the old arrays go, and every element is

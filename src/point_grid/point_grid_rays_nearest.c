@@ -821,7 +821,13 @@ static float pg_cell_bound(const pg_level *L, const pg_near_at *a, int32_t cx, i
     gy = (fy > gy ? fy : gy) - 3.0;
     gx = gx > 0.0 ? gx / L->sx : 0.0;
     gy = gy > 0.0 ? gy / L->sy : 0.0;
-    const double d2 = 0.999 * (gx * gx + gy * gy);
+    // The formula rounds each square and their sum, to float: a thousandth
+    // covers that where they are normal, but a subnormal rounds by up to
+    // half of 2^-149 whatever its size (two squares that round to 0 alone
+    // sum past 0 in double), so the bound is also 2^-147 short: three such
+    // roundings and the one to float here. It may then be negative, which
+    // prunes nothing, as 0 does.
+    const double d2 = 0.999 * (gx * gx + gy * gy) - 0x1p-147;
     return d2 < (double)FLT_MAX ? (float)d2 : FLT_MAX;
 }
 
