@@ -86,14 +86,10 @@ typedef enum qg_status {
 /// Cost at mixed scales (what tests/test_hostile_scales.c checks, with
 /// qg_default_config): on boxes of sides 2^-100 and 2^100 (or 2^-120 and
 /// 2^120) mixed at centres u * 2^e over 200-250 binades, and on crowds of
-/// small boxes crossed by boxes 2e30 long, QG_QUADTREE, QG_LOOSE_QUADTREE,
-/// QG_LEVEL_QUADTREE, QG_BUCKET_QUADTREE, QG_LOOSE_GRID, QG_POINT_GRID and
-/// QG_BRUTE_FORCE hold at most 512 bytes per element plus 16 MiB and make
-/// at most 16 times brute force's n(n-1)/2 pair tests (plus 64 per
-/// element) in qg_pairs. QG_GRID and QG_MULTI_GRID answer exactly there
-/// too but promise no such bound: sized from a mixed population, their
-/// torus may take millions of cells and their pair tests pass 100 times
-/// brute force's (docs/kinds.md, "Cost at mixed scales").
+/// small boxes crossed by boxes 2e30 long, every kind holds at most 512
+/// bytes per element plus 16 MiB and makes at most 16 times brute force's
+/// n(n-1)/2 pair tests (plus 64 per element) in qg_pairs (docs/kinds.md,
+/// "Cost at mixed scales").
 typedef enum qg_kind {
 #define QG_KIND_ENUM_(NAME, name, summary) QG_##NAME,
     QG_KIND_LIST(QG_KIND_ENUM_)

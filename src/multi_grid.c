@@ -218,6 +218,10 @@ static void multi_grid_query(const qg_index *index, qg_rect area, qg_query_fn *f
 {
     const multi_grid *mg = (const multi_grid *)index;
     const gr_ibox qu = gr_map_box(&mg->g, area);
+    if ((int64_t)gr_span(qu.x0, qu.x1, mg->g.cols) * gr_span(qu.y0, qu.y1, mg->g.nrows) > index->box_high) {
+        gr_query_scan(index, area, fn, user, stats); // cheaper than the cells (grid_search.inc)
+        return;
+    }
     if (!gr_query_wide(&mg->g, index->boxes, area, fn, user, stats))
         return;
     mg_query q = {mg, index->boxes, area, qu, qu, fn, user, stats};

@@ -180,13 +180,14 @@ static void test_big_box(void **state)
     fx f;
     open_grid(&f, 16);
     const size_t before = qg_get_stats(f.idx).memory_bytes;
-    qg_handle big = qg_insert(f.idx, tu_rect(0, 0, 1000, 1000));
+    /* 15x15 cells, under the wide list's 16x16. */
+    qg_handle big = qg_insert(f.idx, tu_rect(0, 0, 239, 239));
     assert_true(big >= 0);
-    /* 63x63 cells: that many nodes of 8 bytes and 63 rows of 64 cells, at least. */
-    assert_true(qg_get_stats(f.idx).memory_bytes >= before + 63 * 63 * 8 + 63 * 64 * 4);
+    /* That many nodes of 8 bytes and 15 rows of 64 cells, at least. */
+    assert_true(qg_get_stats(f.idx).memory_bytes >= before + 15 * 15 * 8 + 15 * 64 * 4);
     for (int i = 0; i < 50; i++)
         qg_insert(f.idx, tu_rect((float)i * 20, (float)i * 20, (float)i * 20 + 3, (float)i * 20 + 3));
-    assert_int_equal(count_pairs(f.idx), 50);
+    assert_int_equal(count_pairs(f.idx), 12);
     assert_int_equal(count_query(f.idx, tu_rect(10, 10, 600, 600)), 1 + 30);
     assert_int_equal(qg_remove(f.idx, big), QG_OK);
     assert_int_equal(count_pairs(f.idx), 0);
@@ -218,7 +219,7 @@ static void test_everywhere(void **state)
     f.a.mode = TU_FAIL_EACH_CALL;
     f.a.failing = true;
     const size_t full = qg_get_stats(f.idx).memory_bytes;
-    assert_int_equal(qg_move(f.idx, w, tu_rect(0, 500, 1000, 600)), QG_ERR_NOMEM);
+    assert_int_equal(qg_move(f.idx, w, tu_rect(0, 500, 200, 600)), QG_ERR_NOMEM);
     assert_int_equal(qg_get_stats(f.idx).memory_bytes, full);
     f.a.failing = false;
     assert_int_equal(qg_validate(f.idx), QG_OK);
@@ -285,7 +286,9 @@ static void test_multi_row_rollback(void **state)
     }
 }
 
-/* A query looks at every cell of its range (or one look per empty row). */
+/* A query looks at every cell of its range (or one look per empty row),
+ * unless its range holds more cells than there are elements: then it tests
+ * every box once. */
 static void test_cells_visited(void **state)
 {
     (void)state;
@@ -293,6 +296,13 @@ static void test_cells_visited(void **state)
     open_grid(&f, 16);
     for (int y = 0; y < 64; y++)
         qg_insert(f.idx, tu_rect(1, (float)y * 16 + 1, 2, (float)y * 16 + 2));
+    /* Outside the query's range (cells 32 to 63 of x): enough boxes that
+     * its 32 x 32 cells are fewer than the elements, 2.5 wide so that the
+     * learned cell stays 16. */
+    for (int i = 0; i < 1024; i++)
+        qg_insert(f.idx, tu_rect(600.0f + (float)(i % 16) * 20, (float)(i / 16) * 16 + 1,
+                                 602.5f + (float)(i % 16) * 20, (float)(i / 16) * 16 + 3.5f));
+    assert_true(qg_get_stats(f.idx).cell_size == 16.0f);
     qg_query_stats st;
     tu_collect c;
     memset(&c, 0, sizeof c);
@@ -301,6 +311,13 @@ static void test_cells_visited(void **state)
     assert_int_equal(c.out.n, 32);
     assert_int_equal(st.nodes_visited, 32 * 32);
     assert_int_equal(st.elements_tested, 32);
+    tu_vec_free(&c.out);
+    /* The bounds: 64 x 64 cells, more than the 1,088 elements, each tested once. */
+    memset(&c, 0, sizeof c);
+    assert_int_equal(qg_query_with_stats(f.idx, tu_rect(0, 0, 1023, 1023), tu_collect_query, &c, &st), QG_OK);
+    assert_int_equal(c.out.n, 64 + 1024);
+    assert_int_equal(st.nodes_visited, 0);
+    assert_int_equal(st.elements_tested, 64 + 1024);
     tu_vec_free(&c.out);
     close_grid(&f);
 }

@@ -265,8 +265,10 @@ static void check_ray(const qg_index *idx, const model *m, float ox, float oy, f
                 float t = 0.0f;
                 if (m->live[h] && qg_ray_box(m->boxes[h], ox, oy, dx, dy, max_t, &t) && t == tmin && t < INFINITY &&
                     ray_real(m->boxes[h], ox, oy, dx, dy, max_t) && !s.count[h])
-                    FFAIL("closest-hit raycast (%a, %a) along (%a, %a) max_t %a missed %d at the smallest t %a", ox,
-                          oy, dx, dy, max_t, h, tmin);
+                    FFAIL("closest-hit raycast (%a, %a) along (%a, %a) max_t %a missed %d [%a %a %a %a] at the "
+                          "smallest t %a",
+                          ox, oy, dx, dy, max_t, h, m->boxes[h].min_x, m->boxes[h].min_y, m->boxes[h].max_x,
+                          m->boxes[h].max_y, tmin);
             }
         }
     }

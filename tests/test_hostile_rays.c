@@ -306,7 +306,9 @@ static void check_ray(const scene *s, float ox, float oy, float dx, float dy, fl
         while (j < c.n && c.v[j].h != want[k].h)
             ++j;
         if (j == c.n)
-            RFAIL("%s: closest cast left out %d, tied at t %g", what, want[k].h, (double)best);
+            RFAIL("%s: closest cast of (%a, %a) along (%a, %a) max_t %a left out %d [%a %a %a %a], tied at t %g",
+                  what, ox, oy, dx, dy, max_t, want[k].h, s->box[want[k].h].min_x, s->box[want[k].h].min_y,
+                  s->box[want[k].h].max_x, s->box[want[k].h].max_y, (double)best);
     }
     free(c.v);
     free(want);

@@ -593,15 +593,6 @@ static void test_insert_many_retry(void **state)
         skip();
     const uint64_t seed = tu_env_seed(0x1ea2);
     printf("seed %llu\n", (unsigned long long)seed);
-    /* The grid family: after a refused qg_insert_many of 200 into 300 and
-     * its retry, memory_bytes ends 192 bytes above an index never refused
-     * (answers, stats and learned sizes agree): open, so its cases run only
-     * with QG_TEST_GRID_RETRY set. */
-    if ((g_kind == QG_GRID || g_kind == QG_MULTI_GRID) && getenv("QG_TEST_GRID_RETRY") == NULL) {
-        printf("%s: the retry's memory_bytes after a refused qg_insert_many (open); set QG_TEST_GRID_RETRY to run\n",
-               qg_kind_name(g_kind));
-        skip();
-    }
     static const int32_t sizes[][2] = {{0, 3000}, {1000, 3000}, {300, 200}};
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         const long made = insert_many_allocations(sizes[s][0], sizes[s][1], seed + s);

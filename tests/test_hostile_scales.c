@@ -44,14 +44,11 @@ static uint64_t g_seed;
  * asks; 0: no guard. */
 static double g_scene_guard = 0.0;
 
-/* The kinds whose cost these scenes bound. The grids (grid, multi_grid)
- * still size their cells from a mixed distribution (4 million cells of the
- * torus, boxes linked into up to 64 x 64 of them, pair tests past 100x
- * brute force at 3,000): for them only the answers are checked, on the
- * scenes they finish. */
+/* The kinds whose cost these scenes bound: all of them. */
 static bool cost_bounded(qg_kind k)
 {
-    return k != QG_GRID && k != QG_MULTI_GRID;
+    (void)k;
+    return true;
 }
 
 static double now_s(void)
