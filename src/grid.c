@@ -9,7 +9,7 @@
 //   either moved 2x from what is in force.
 // - 4-byte cells: the int32 head of a singly-linked index list, -1 = empty.
 // - An element is stored once (the base's box array) and has an element node
-//   in every cell its box overlaps, up to GR_BOX_CELLS (16 x 16) cells; a box
+//   in every cell its box overlaps, up to GR_BOX_CELLS (32 x 32) cells; a box
 //   covering more (the whole torus, or far more cells than element_size
 //   promised) is kept once in the wide list, which queries and the pair
 //   search test in full.
@@ -17,7 +17,7 @@
 //   QG_ERR_INVALID for a finite positive size): one too small for the boxes
 //   (cell_size or element_size 1e-3 under boxes 20 wide, which would link
 //   each box into 2048 x 2048 cells) puts those boxes on the wide list, so
-//   memory stays at most GR_BOX_CELLS nodes (2 KiB) a box plus the rows,
+//   memory stays at most GR_BOX_CELLS nodes (8 KiB) a box plus the rows,
 //   and the pair search among them turns quadratic: slow, bounded, exact.
 //   A cell is at least GR_MIN_CELL (4 / FLT_MAX, so that 1 / cell is
 //   finite): a world smaller than that (bounds [0, FLT_TRUE_MIN]^2) is one

@@ -180,7 +180,7 @@ static void test_big_box(void **state)
     fx f;
     open_grid(&f, 16);
     const size_t before = qg_get_stats(f.idx).memory_bytes;
-    /* 15x15 cells, under the wide list's 16x16. */
+    /* 15x15 cells, under the wide list's 32x32. */
     qg_handle big = qg_insert(f.idx, tu_rect(0, 0, 239, 239));
     assert_true(big >= 0);
     /* That many nodes of 8 bytes and 15 rows of 64 cells, at least. */

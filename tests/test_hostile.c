@@ -762,7 +762,7 @@ static void test_crowd_memory(void **state)
 
 /* The grids with cells far too small for their boxes (cell_size 1e-3,
  * boxes up to 20 wide, a few 3,000 wide): a box is linked into at most
- * 4,096 cells (src/grid_family/grid_rows.inc, GR_BOX_CELLS), so memory stays under the
+ * 1,024 cells (src/grid_family/grid_rows.inc, GR_BOX_CELLS), so memory stays under the
  * grid's rows (2048 x 2048 cells of 4 bytes) plus 48 KiB a box, and the
  * answers are exact. */
 static void test_box_cells(void **state)
