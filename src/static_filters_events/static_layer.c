@@ -76,9 +76,18 @@ SL_INLINE double sl_edge(double o, double cell, int64_t c)
 /// edge plus the level's span is below v holds only items that end before v.
 SL_INLINE int64_t sl_first(int64_t c0, int64_t c1, double o, double cell, double span, double v)
 {
-    while (c0 < c1 && sl_edge(o, cell, c0) + span < v)
-        ++c0;
-    return c0;
+    if (!(c0 < c1 && sl_edge(o, cell, c0) + span < v))
+        return c0;
+    // The test is monotone in c: jump to the cell the division names, then
+    // step to the exact one. Stepping from c0 alone walked every cell between
+    // (2^60 of them for a ray piece in a far world's layer).
+    const double g = floor((v - span - o) / cell);
+    int64_t c = g > (double)c0 ? (g < (double)c1 ? (int64_t)g : c1) : c0;
+    while (c > c0 && !(sl_edge(o, cell, c - 1) + span < v))
+        --c;
+    while (c < c1 && sl_edge(o, cell, c) + span < v)
+        ++c;
+    return c;
 }
 
 /* ---- build -------------------------------------------------------------- */
