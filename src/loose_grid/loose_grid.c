@@ -628,8 +628,9 @@ static qg_status loose_grid_move_many(qg_index *index, const qg_jobs *jobs, cons
     if (nfar == 0 || old != NULL) {
         lg_mark m = {0,         g->items_capacity, g->next_capacity, g->cell_capacity, g->links.capacity,
                      g->item_high, g->strays,      g->refit,         false,            0,
-                     nfar,      NULL,              (lg_loose *)(old + nfar), NULL};
-        m.which = (int32_t *)(m.box + nfar);
+                     nfar,      NULL,              old != NULL ? (lg_loose *)(old + nfar) : NULL, NULL};
+        // No far move: no block, and no pointer arithmetic on NULL.
+        m.which = m.box != NULL ? (int32_t *)(m.box + nfar) : NULL;
         g->mark = &m;
         g->fresh = false;
         int32_t done = 0;
