@@ -480,6 +480,53 @@ QG_API bool qg_is_static(const qg_index *index, qg_handle handle);
 /// previous set, so the next call reports the same events again. Not const: one thread.
 QG_API qg_status qg_pair_events(qg_index *index, qg_pair_fn *began, qg_pair_fn *ended, void *user);
 
+
+/* ---- Rollback: an index as a value ------------------------------------- */
+
+/// The state of an index is everything that decides a later answer or its
+/// order: the boxes, the handles and the order free handles are reused in,
+/// the structure with its arrays' capacities, the learned sizes and re-tune
+/// counters, static elements, filters and the event state (the pairs the
+/// next qg_pair_events compares with). The allocator is not state: a clone
+/// or copy keeps its own (qg_clone: the original's), and qg_pair_events takes
+/// its callbacks at every call, so an index read from a snapshot reports the
+/// same began/ended events as the original would. The calls below carry the
+/// state over exactly: the copy answers every later call as the original
+/// would, in the same order. docs/rollback.md describes the snapshot format.
+
+/// A new index that answers every later call exactly as `index` would, in the
+/// same order, with `index`'s allocator. QG_ERR_INVALID for NULL arguments;
+/// QG_ERR_NOMEM when the allocator fails (*out is NULL then, nothing is held).
+QG_API qg_status qg_clone(const qg_index *index, qg_index **out);
+
+/// Makes dst a copy of src (the same kind); no allocation when dst already
+/// holds enough memory (a rollback every frame without the allocator).
+/// Capacities are state, so dst's arrays take src's exactly: where dst's are
+/// larger they shrink (the allocator is asked to shrink, which cannot fail),
+/// where all are equal (a rollback to a copy of the same index) the allocator
+/// is not called at all. On any error dst is unchanged: QG_ERR_INVALID for
+/// NULL arguments or indexes of different kinds, QG_ERR_NOMEM when dst lacks
+/// room and the allocator refuses it.
+QG_API qg_status qg_copy(qg_index *dst, const qg_index *src);
+
+/// Bytes qg_snapshot_write needs for this index now (0 for NULL).
+QG_API size_t qg_snapshot_size(const qg_index *index);
+
+/// The whole state in a portable form: versioned, little-endian, with a
+/// checksum (docs/rollback.md). `len` must be at least qg_snapshot_size;
+/// QG_ERR_INVALID (nothing written) otherwise or for NULL arguments.
+QG_API qg_status qg_snapshot_write(const qg_index *index, void *buf, size_t len);
+
+/// A new index from a snapshot, its memory from `allocator` (NULL: the
+/// default allocator). It continues exactly as the index the snapshot was
+/// written from, on any platform. QG_ERR_INVALID for bytes that are not a
+/// whole, unchanged snapshot of this version (truncated, corrupted, a
+/// checksum or structure that does not agree, a kind this build lacks, or
+/// capacities past 64 times the snapshot's size plus 64 MiB); QG_ERR_NOMEM
+/// when the allocator fails. On any error *out is NULL and nothing is held.
+QG_API qg_status qg_snapshot_read(const void *buf, size_t len, const qg_allocator *allocator,
+                                  qg_index **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,11 @@ qg_config qg_default_config(qg_kind kind)
     return c; // bounds all zero: no hint
 }
 
+const qg_kind_class *qg_kind_class_of(qg_kind kind)
+{
+    return (unsigned)kind < QG_KIND_COUNT ? kind_classes[kind] : NULL;
+}
+
 bool qg_kind_available(qg_kind kind)
 {
     return (unsigned)kind < QG_KIND_COUNT && kind_classes[kind] != NULL;

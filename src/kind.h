@@ -17,6 +17,7 @@
 #include <string.h>
 
 typedef struct qg_kind_class qg_kind_class;
+struct qg_state;
 
 /// The base every kind's struct starts with.
 ///
@@ -83,6 +84,9 @@ struct qg_kind_class {
     /// Checks the kind's invariants and adds the bytes its arrays hold to
     /// *bytes.
     qg_status (*validate)(const qg_index *index, size_t *bytes);
+    /// The kind's part of the state walk (state.h): every field and array
+    /// that decides a later answer or its order, from src to d.
+    void (*state)(struct qg_state *s, qg_index *d, const qg_index *src);
 
     /* Optional: NULL = the generic form in index.c (serial). */
 

@@ -25,6 +25,7 @@
 // cell_size and max_depth are then re-chosen by the kind's configure();
 // leaf_capacity is kept.
 #include "tune.h"
+#include "state.h"
 
 /// Sizes a measure sorts: a cleanup's sample, and a re-tune's.
 #define QG_TUNE_SAMPLE 256
@@ -458,4 +459,35 @@ void qg_tune_stats(const qg_index *index, qg_stats *s)
 size_t qg_tune_bytes(const qg_index *index)
 {
     return index->tune != NULL ? sizeof *index->tune : 0;
+}
+
+void qg_tune_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    bool drop;
+    if (!qg_st_struct(s, (void **)&d->tune, src->tune, sizeof(qg_tune), &drop)) {
+        if (drop)
+            qg_tune_destroy(d);
+        return;
+    }
+    qg_tune *t = d->tune;
+    const qg_tune *f = src->tune;
+    if (qg_st_reading(s)) {
+        // The tables are code, not data: this build's own.
+        t->real = qg_kind_class_of(d->config.kind);
+        t->pending = *t->real;
+        t->pending.move_one = tune_move_one;
+    }
+    QG_ST(s, t, f, check_at);
+    QG_ST(s, t, f, measured);
+    QG_ST(s, t, f, cleanups);
+    QG_ST(s, t, f, wait);
+    QG_ST(s, t, f, backoff);
+    QG_ST(s, t, f, retunes);
+    QG_ST(s, t, f, elem);
+    QG_ST(s, t, f, bound);
+    QG_ST(s, t, f, user_depth);
+    // A planned rebuild lives inside one qg_insert_many call: never between calls.
+    if (qg_st_reading(s) && qg_st_ok(s) && (t->check_at < 0 || t->measured < 0 || t->cleanups < 0 ||
+                                            t->wait < 0 || t->backoff < 0 || t->retunes < 0))
+        qg_st_fail(s, QG_ERR_INVALID);
 }

@@ -82,6 +82,11 @@ void qg_tune_perform_pending(qg_index *index);
 void qg_tune_clear(qg_index *index);
 void qg_tune_stats(const qg_index *index, qg_stats *s);
 size_t qg_tune_bytes(const qg_index *index);
+struct qg_state;
+/// The tuner's part of the state walk (state.h).
+void qg_tune_state(struct qg_state *s, qg_index *d, const qg_index *src);
+/// The table of a kind (index.c).
+const qg_kind_class *qg_kind_class_of(qg_kind kind);
 
 static inline bool qg_tune_pending(const qg_index *index)
 {

@@ -273,6 +273,10 @@ void qg_engine_pairs_part(const qg_index *index, int32_t part, int32_t parts, qg
 bool qg_engine_query(const qg_index *index, qg_rect area, qg_query_fn *fn, void *user, qg_query_stats *stats);
 /// Adds the engine's bytes and checks its invariants.
 qg_status qg_engine_validate(const qg_index *index, size_t *bytes);
+struct qg_state;
+/// The engine's part of the state walk (state.h): present or not, and every
+/// field, array and layer it holds.
+void qg_engine_state(struct qg_state *s, qg_index *d, const qg_index *src);
 void qg_engine_stats(const qg_index *index, qg_stats *stats);
 void qg_engine_visit(const qg_index *index, qg_visit_fn *fn, void *user);
 
