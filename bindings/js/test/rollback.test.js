@@ -7,21 +7,23 @@
 // there reads here.)
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { init, Index, kinds, build, memoryUsage } from "../index.js";
 import { rng } from "./brute.js";
 
 // The kinds whose state walk the C library has (clone, copy and snapshots
-// answer QG_ERR_INVALID for the others): the one list to widen as the kinds'
-// walks land. Every test runs for every kind; a kind outside it is skipped,
-// or checked to refuse cleanly.
-const ROLLBACK_KINDS = new Set(["brute_force"]);
-// Whether the engine's state (static elements, filters, overlap events) is
-// walked too; while it is not, an index that used them refuses to copy and
-// the random sequences leave those calls out.
-const ROLLBACK_ENGINE = false;
+// answer QG_ERR_INVALID for the others), and whether the engine's state
+// (static elements, filters, overlap events) is walked too: one file for
+// both bindings' tests, bindings/rollback_kinds.json ("kinds": a list or
+// "all"), to widen as the walks land. Every test runs for every kind; a kind
+// outside the set is skipped, or checked to refuse cleanly; while the engine
+// is not walked, the random sequences leave its calls out.
+await init();
+const WALKED = JSON.parse(readFileSync(new URL("../../rollback_kinds.json", import.meta.url), "utf8"));
+const ROLLBACK_KINDS = new Set(WALKED.kinds === "all" ? kinds : WALKED.kinds);
+const ROLLBACK_ENGINE = Boolean(WALKED.engine);
 
 const SEED = Number(process.env.QUADGRID_SEED || 44);
-await init();
 console.log(`# build ${build()}, seed ${SEED}`);
 
 const skip = (kind) => (ROLLBACK_KINDS.has(kind) ? false : "no state walk yet");
@@ -342,6 +344,31 @@ for (const kind of kinds.filter((k) => !ROLLBACK_KINDS.has(k))) {
     other.free();
     ix.free();
   });
+}
+
+for (const kind of kinds) {
+  for (const engine of ["setStatic", "setFilter", "pairEvents"]) {
+    test(`${kind}: ${engine} state refuses cleanly until the engine is walked`,
+      { skip: ROLLBACK_ENGINE ? "the engine's state is walked" : skip(kind) }, () => {
+        const ix = new Index({ kind, bounds: [0, 0, 100, 100] });
+        const h = ix.insert(new Ops(SEED).boxes(60));
+        if (engine === "setStatic") ix.setStatic(h.subarray(0, 5));
+        else if (engine === "setFilter") ix.setFilter(h.subarray(0, 5), 2, 2);
+        else ix.pairEvents();
+        const other = new Index({ kind });
+        const held = memoryUsage().indexBytes;
+        for (const [what, fn, target] of [["clone", () => ix.clone(), ix], ["snapshot", () => ix.snapshot(), ix],
+          ["copyFrom", () => other.copyFrom(ix), other]]) {
+          const was = [Array.from(target.pairs()), target.count, target.stats];
+          assert.throws(fn, (e) => e instanceof RangeError && e.code === "QG_ERR_INVALID" &&
+            e.message.startsWith(`QG_ERR_INVALID: ${what} (the library cannot`), what);
+          assert.deepEqual([Array.from(target.pairs()), target.count, target.stats], was, `${what} changed the index`);
+        }
+        assert.equal(memoryUsage().indexBytes, held);
+        other.free();
+        ix.free();
+      });
+  }
 }
 
 test("copyFrom refuses other kinds, non-indexes and freed indexes", () => {

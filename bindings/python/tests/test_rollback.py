@@ -17,15 +17,17 @@ import quadgrid
 from conftest import scene
 
 # The kinds whose state walk the C library has (qg_clone, qg_copy and the
-# snapshot calls answer QG_ERR_INVALID for the others): the one list to widen
-# as the kinds' walks land. Every test below runs on every kind of
-# quadgrid.KINDS; a kind outside this set is skipped, or checked to refuse
-# cleanly.
-ROLLBACK_KINDS = {"brute_force"}
-# Whether the engine's state (static elements, filters, overlap events) is
-# walked too; while it is not, an index that used them refuses to copy, and
-# the random sequences leave those calls out.
-ROLLBACK_ENGINE = False
+# snapshot calls answer QG_ERR_INVALID for the others), and whether the
+# engine's state (static elements, filters, overlap events) is walked too:
+# one file for both bindings' tests, bindings/rollback_kinds.json ("kinds": a
+# list or "all"), to widen as the walks land. Every test below runs on every
+# kind of quadgrid.KINDS; a kind outside the set is skipped, or checked to
+# refuse cleanly; while the engine is not walked, an index that used it is
+# checked to refuse, and the random sequences leave those calls out.
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "rollback_kinds.json")) as _f:
+    _WALKED = json.load(_f)
+ROLLBACK_KINDS = set(quadgrid.KINDS) if _WALKED["kinds"] == "all" else set(_WALKED["kinds"])
+ROLLBACK_ENGINE = bool(_WALKED["engine"])
 
 SEED = 44
 BOUNDS = (0.0, 0.0, 100.0, 100.0)
