@@ -105,6 +105,26 @@ export class Index {
   cells(): Float32Array;
   /** Checks internal invariants (slow; for tests). */
   validate(): boolean;
+  /**
+   * An independent copy (qg_clone) that answers every later call exactly as
+   * this index would, in the same order. Free it as any Index.
+   */
+  clone(): Index;
+  /**
+   * Makes this index a copy of `other` (qg_copy) in this one's memory: no
+   * allocation when it holds enough. Same kind only (RangeError
+   * "QG_ERR_INVALID" otherwise; TypeError for a non-Index); unchanged on any error.
+   */
+  copyFrom(other: Index): void;
+  /** The whole state (qg_snapshot_write): a new Uint8Array in the C library's portable format (docs/rollback.md). */
+  snapshot(): Uint8Array;
+  /**
+   * A new Index from snapshot() bytes (this package's, the Python package's
+   * or the C library's). RangeError "QG_ERR_INVALID" for bytes that are not
+   * a whole, unchanged snapshot of this version (the message says why),
+   * TypeError for a value that is not bytes, Error "QG_ERR_NOMEM".
+   */
+  static fromSnapshot(bytes: ArrayBufferView | ArrayBufferLike): Index;
   /** Frees the index; later calls throw, a second free() does nothing. */
   free(): void;
 }

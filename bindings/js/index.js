@@ -241,6 +241,38 @@ function kindOf(kind) {
   return k;
 }
 
+// The snapshot's header (docs/rollback.md): magic, version (uint32), kind
+// (uint32), length (uint64), checksum (uint64), little-endian. Read here only
+// to say why the library refused some bytes, in the Python package's words.
+const SNAP_HEADER = 32;
+const SNAP_VERSION = 1; // the version this build writes (src/snapshot.c)
+
+function snapshotReason(u8) {
+  const n = u8.length;
+  if (n < SNAP_HEADER) return `${n} bytes, shorter than the ${SNAP_HEADER}-byte header`;
+  if (!Array.from("quadgrid", (c) => c.charCodeAt(0)).every((c, i) => u8[i] === c)) return 'not a quadgrid snapshot (no "quadgrid" magic)';
+  const v = new DataView(u8.buffer, u8.byteOffset, SNAP_HEADER);
+  const version = v.getUint32(8, true), kind = v.getUint32(12, true), length = v.getBigUint64(16, true);
+  if (length !== BigInt(n)) return `truncated or extended: the header says ${length} bytes, got ${n}`;
+  if (kind >= KINDS.length || !kinds.includes(KINDS[kind])) return `kind ${kind}, which this build lacks`;
+  if (version !== SNAP_VERSION) return `version ${version}, this build reads version ${SNAP_VERSION}`;
+  return "corrupted: its checksum or structure does not agree";
+}
+
+// Bytes as a Uint8Array view (no copy): any ArrayBufferView (Uint8Array,
+// Buffer, DataView, other typed arrays as their bytes) or an ArrayBuffer.
+function bytesOf(data, what) {
+  if (data instanceof Uint8Array) return data;
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer || (typeof SharedArrayBuffer === "function" && data instanceof SharedArrayBuffer))
+    return new Uint8Array(data);
+  typeFail(`${what}: expected bytes (a Uint8Array or ArrayBuffer of a snapshot), got ${data === null ? "null" : typeof data}`);
+}
+
+// The constructor's argument that makes an empty shell for a C index that
+// already exists (clone, fromSnapshot): not exported, so no caller can pass it.
+const ADOPT = Symbol("adopt");
+
 // Indexes dropped without free() are destroyed when collected.
 const registry = typeof FinalizationRegistry === "function" ? new FinalizationRegistry((ptr) => M && M._qgjs_destroy(ptr)) : null;
 
@@ -258,6 +290,7 @@ export class Index {
    */
   constructor(config = {}) {
     need();
+    if (config === ADOPT) return;
     if (config === null || typeof config !== "object") typeFail("new Index: config must be an object");
     const kind = kindOf(config.kind === undefined ? "point_grid" : config.kind);
     const b = config.bounds === undefined ? [0, 0, 0, 0] : config.bounds;
@@ -468,6 +501,11 @@ export class Index {
    */
   pairEvents() {
     const ix = this.#live("pairEvents");
+    if (this.#eventPairs < 0) {
+      const n = M._qgjs_event_pairs(ix); // read from a snapshot: ask once
+      if (n < 0) fail(n, "pairEvents");
+      this.#eventPairs = n;
+    }
     check(M._qgjs_pair_events(ix, this.#eventPairs), "pairEvents");
     const began = outI32(0), ended = outI32(1);
     this.#eventPairs += (began.length - ended.length) / 2;
@@ -486,6 +524,102 @@ export class Index {
   /** Checks the index's internal invariants (slow; for tests). */
   validate() {
     return M._qgjs_validate(this.#live("validate")) === 0;
+  }
+
+  // A new Index around the C index at ptr (which it then owns).
+  static #adopt(ptr, kind, eventPairs) {
+    const ix = new Index(ADOPT);
+    ix.#ptr = ptr;
+    ix.#kind = kind;
+    ix.#eventPairs = eventPairs;
+    if (registry) registry.register(ix, ptr, ix);
+    return ix;
+  }
+
+  /**
+   * An independent copy (qg_clone): it answers every later call exactly as
+   * this index would, in the same order (pairs included), and the two
+   * change separately. Free it as any Index.
+   */
+  clone() {
+    const ix = this.#live("clone");
+    const out = M._qgjs_scratch(2, 8);
+    if (out === 0) fail(-3, "clone");
+    const s = M._qgjs_clone(ix, out);
+    if (s === -1) fail(s, `clone (the library cannot copy this ${this.kind} index yet)`);
+    check(s, "clone");
+    return Index.#adopt(M.HEAP32[out >> 2], this.#kind, this.#eventPairs);
+  }
+
+  /**
+   * Makes this index a copy of `other` (qg_copy), reusing this one's memory:
+   * no allocation when it already holds enough (a rollback every frame).
+   * Both of the same kind (RangeError otherwise); unchanged on any error.
+   */
+  copyFrom(other) {
+    const dst = this.#live("copyFrom");
+    if (!(other instanceof Index)) typeFail("copyFrom: expected an Index");
+    const src = other.#live("copyFrom (the other index)");
+    if (other.#kind !== this.#kind) fail(-1, `copyFrom (kinds differ: this index is ${this.kind}, the other ${other.kind})`);
+    if (other === this) return;
+    const s = M._qgjs_copy(dst, src);
+    if (s === -1) fail(s, `copyFrom (the library cannot copy this ${this.kind} index yet)`);
+    check(s, "copyFrom");
+    this.#eventPairs = other.#eventPairs;
+  }
+
+  /**
+   * The whole state as bytes (qg_snapshot_write): a new Uint8Array,
+   * versioned, little-endian, checksummed (docs/rollback.md), the same bytes
+   * the native library and the Python package write for the same state.
+   * Index.fromSnapshot reads it back.
+   */
+  snapshot() {
+    const ix = this.#live("snapshot");
+    const n = M._qgjs_snapshot_size(ix);
+    const p = n > 0 ? M._malloc(n) : 0;
+    if (p === 0) fail(-3, "snapshot");
+    try {
+      const s = M._qgjs_snapshot_write(ix, p, n);
+      if (s === -1) fail(s, `snapshot (the library cannot snapshot this ${this.kind} index yet)`);
+      check(s, "snapshot");
+      return M.HEAPU8.slice(p, p + n);
+    } finally {
+      M._free(p);
+    }
+  }
+
+  /**
+   * A new Index from snapshot() bytes (a Uint8Array, Buffer, other
+   * ArrayBufferView or ArrayBuffer; from this package, the Python one or the
+   * C library), continuing exactly as the index they were written from.
+   * RangeError (.code "QG_ERR_INVALID") for bytes that are not a whole,
+   * unchanged snapshot of this version, TypeError for something that is not
+   * bytes, Error ("QG_ERR_NOMEM") when memory runs out.
+   */
+  static fromSnapshot(bytes) {
+    need();
+    let u8 = bytesOf(bytes, "fromSnapshot");
+    if (u8.buffer === M.HEAPU8.buffer) u8 = u8.slice(); // a view of wasm memory, which _malloc may move
+    const n = u8.length;
+    const out = M._qgjs_scratch(2, 8);
+    const p = M._malloc(n > 0 ? n : 1);
+    if (out === 0 || p === 0) {
+      if (p !== 0) M._free(p);
+      fail(-3, "fromSnapshot");
+    }
+    let s;
+    try {
+      M.HEAPU8.set(u8, p);
+      s = M._qgjs_snapshot_read(p, n, out, out + 4);
+    } finally {
+      M._free(p);
+    }
+    if (s === -1) fail(s, `fromSnapshot (${snapshotReason(u8)})`);
+    check(s, "fromSnapshot");
+    // The pairs the next pairEvents() compares with are not known here: -1
+    // has pairEvents() ask the library first (qgjs_event_pairs).
+    return Index.#adopt(M.HEAP32[out >> 2], M.HEAP32[(out >> 2) + 1], -1);
   }
 
   /** Frees the index's memory. Later calls on it throw; a second free() does nothing. */

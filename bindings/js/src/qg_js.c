@@ -435,6 +435,77 @@ EXPORT int32_t qgjs_pair_events(qg_index *ix, int32_t previous)
     return qg_pair_events(ix, on_began, on_ended, &c);
 }
 
+/* ---- Rollback: clones, copies and snapshots ------------------------------
+ * The library's calls as they are; the clone keeps the original's allocator
+ * (count_realloc), a read index gets it too, so their bytes are counted. */
+
+EXPORT int32_t qgjs_clone(const qg_index *ix, qg_index **out) { return qg_clone(ix, out); }
+EXPORT int32_t qgjs_copy(qg_index *dst, const qg_index *src) { return qg_copy(dst, src); }
+EXPORT double qgjs_snapshot_size(const qg_index *ix) { return (double)qg_snapshot_size(ix); }
+
+EXPORT int32_t qgjs_snapshot_write(const qg_index *ix, void *buf, double len)
+{
+    if (!(len >= 0))
+        return QG_ERR_INVALID;
+    return qg_snapshot_write(ix, buf, (size_t)len);
+}
+
+/// A new index from len bytes at buf; *kind its kind (the header's, which
+/// the read checked against the body).
+EXPORT int32_t qgjs_snapshot_read(const void *buf, double len, qg_index **out, int32_t *kind)
+{
+    *out = NULL;
+    *kind = -1;
+    if (!(len >= 0))
+        return QG_ERR_INVALID;
+    const qg_allocator a = {count_realloc, NULL};
+    const qg_status st = qg_snapshot_read(buf, (size_t)len, &a, out);
+    if (st == QG_OK) {
+        uint32_t k;
+        memcpy(&k, (const unsigned char *)buf + 12, sizeof k); // docs/rollback.md: the kind, LE
+        *kind = (int32_t)k;
+    }
+    return st;
+}
+
+typedef struct events_count {
+    int32_t began, ended;
+} events_count;
+
+static bool count_began(qg_handle a, qg_handle b, void *user)
+{
+    (void)a, (void)b;
+    ++((events_count *)user)->began;
+    return true;
+}
+
+static bool count_ended(qg_handle a, qg_handle b, void *user)
+{
+    (void)a, (void)b;
+    ++((events_count *)user)->ended;
+    return true;
+}
+
+/// The number of pairs the index's next qg_pair_events compares with (the
+/// `previous` of qgjs_pair_events), for an index read from a snapshot, where
+/// JavaScript did not see the calls: asked of a clone, whose events are
+/// consumed there (the index is untouched): now - began + ended. A status
+/// (< 0) when the clone or its calls fail.
+EXPORT int32_t qgjs_event_pairs(const qg_index *ix)
+{
+    qg_index *c;
+    qg_status st = qg_clone(ix, &c);
+    if (st != QG_OK)
+        return st;
+    int32_t now = 0;
+    events_count n = {0, 0};
+    st = qg_pairs(c, count_pair, &now);
+    if (st == QG_OK)
+        st = qg_pair_events(c, count_began, count_ended, &n);
+    qg_destroy(c);
+    return st != QG_OK ? st : now - n.began + n.ended;
+}
+
 /* ---- The agents workload (apps/common/workload.c), for the demo page and
  * the benchmark: the same bits as quadgrid-bench's frames. ---------------- */
 

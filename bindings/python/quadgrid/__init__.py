@@ -6,6 +6,7 @@ library's own sources, compiled into the extension), with the GIL released
 while C runs. Boxes are rows ``(min_x, min_y, max_x, max_y)`` of float32;
 handles are int32. Any error raises and leaves the index exactly as it was.
 """
+import copy as _copy
 import math
 import operator
 import threading
@@ -29,6 +30,7 @@ _KIND_IDS = {
 }
 
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+_SNAP_VERSION = 1  # the snapshot version this build writes (src/snapshot.c)
 
 
 def _count(v, what):
@@ -57,7 +59,10 @@ def _box_reason(box):
 
 def _raise(status, what, row=None, detail=""):
     name = ffi.string(lib.qg_status_name(status)).decode()
-    where = "" if row is None or row < 0 else " (row %d%s)" % (row, detail)
+    if row is None and detail and status == lib.QG_ERR_INVALID:
+        where = " (%s)" % detail
+    else:
+        where = "" if row is None or row < 0 else " (row %d%s)" % (row, detail)
     msg = "%s: %s%s" % (what, name, where)
     if status == lib.QG_ERR_INVALID:
         raise ValueError(msg)
@@ -114,6 +119,52 @@ def _handles(a, name="handles"):
 
 def _p(ctype, arr):
     return ffi.cast(ctype, arr.ctypes.data)
+
+
+# The snapshot's header (docs/rollback.md): magic, version, kind, length,
+# checksum; read here only to say why the library refused some bytes.
+_SNAP_MAGIC = b"quadgrid"
+_SNAP_HEADER = 32
+
+
+def _snapshot_reason(data):
+    """Why qg_snapshot_read refused ``data`` (a contiguous byte view), in the
+    words the JavaScript package uses."""
+    n = len(data)
+    if n < _SNAP_HEADER:
+        return "%d bytes, shorter than the %d-byte header" % (n, _SNAP_HEADER)
+    head = bytes(data[:_SNAP_HEADER])
+    if head[:8] != _SNAP_MAGIC:
+        return "not a quadgrid snapshot (no \"quadgrid\" magic)"
+    version = int.from_bytes(head[8:12], "little")
+    kind = int.from_bytes(head[12:16], "little")
+    length = int.from_bytes(head[16:24], "little")
+    if length != n:
+        return "truncated or extended: the header says %d bytes, got %d" % (length, n)
+    if kind >= lib.QG_KIND_COUNT or not lib.qg_kind_available(kind):
+        return "kind %d, which this build lacks" % kind
+    if version != _SNAP_VERSION:
+        return "version %d, this build reads version %d" % (version, _SNAP_VERSION)
+    return "corrupted: its checksum or structure does not agree"
+
+
+def _snapshot_view(data, what):
+    """``data`` as a C-contiguous byte memoryview; TypeError for objects that
+    are not bytes-like (str, int, lists...)."""
+    if isinstance(data, str):
+        raise TypeError("%s: expected bytes (a snapshot), got str" % what)
+    try:
+        mv = memoryview(data)
+    except TypeError:
+        raise TypeError("%s: expected bytes (a snapshot), got %s" % (what, type(data).__name__)) from None
+    if not mv.c_contiguous:
+        mv = memoryview(mv.tobytes())
+    return mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+
+
+def _unpickle(cls, data):
+    """pickle's constructor for an Index (``Index.__reduce__``)."""
+    return cls.from_snapshot(data)
 
 
 class Index:
@@ -406,6 +457,112 @@ class Index:
         if st != lib.QG_OK:
             raise RuntimeError("validate: the index's invariants do not hold (%s)"
                                % ffi.string(lib.qg_status_name(st)).decode())
+
+    # -- rollback: copies and snapshots ------------------------------------
+
+    # Attributes that are the C index and its lock: never copied; every
+    # other attribute (``kind``, a subclass's own) travels with the copy.
+    _OWN = ("_s", "_lock")
+
+    @staticmethod
+    def _adopt(cls, s, kind):
+        """A new cls around the qgpy ``s`` (ownership passes to it)."""
+        new = cls.__new__(cls)
+        new._s = ffi.gc(s, lib.qgpy_close)
+        new._lock = threading.Lock()
+        new.kind = kind
+        return new
+
+    def _no_walk(self, verb):
+        # QG_ERR_INVALID from qg_clone, qg_copy or qg_snapshot_write on a good
+        # index: the library has no state walk for part of it yet.
+        return "the library cannot %s this %s index yet" % (verb, self.kind)
+
+    def clone(self):
+        """An independent copy (``qg_clone``): it answers every later call
+        exactly as this index would, in the same order (pairs included), and
+        the two change separately. ``copy.copy`` and ``copy.deepcopy`` give
+        the same. MemoryError when memory runs out."""
+        out = ffi.new("qgpy **")
+        with self._lock:
+            st = lib.qgpy_clone(self._s, out)
+        if st != lib.QG_OK:
+            _raise(st, "clone", detail=self._no_walk("copy"))
+        return Index._adopt(type(self), out[0], self.kind)
+
+    def __copy__(self):
+        new = self.clone()
+        for k, v in self.__dict__.items():
+            if k not in self._OWN:
+                new.__dict__[k] = v
+        return new
+
+    def __deepcopy__(self, memo):
+        new = self.clone()
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            if k not in self._OWN:
+                new.__dict__[k] = _copy.deepcopy(v, memo)
+        return new
+
+    def copy_from(self, other):
+        """Makes this index a copy of ``other`` (``qg_copy``), reusing this
+        one's memory (no allocation when it already holds enough: a rollback
+        every frame). Both must be of the same kind (ValueError otherwise);
+        MemoryError when more memory is needed and none is left. On any error
+        this index is unchanged."""
+        if not isinstance(other, Index):
+            raise TypeError("copy_from: expected a quadgrid.Index, got %s" % type(other).__name__)
+        if other.kind != self.kind:
+            raise ValueError("copy_from: QG_ERR_INVALID (kinds differ: this index is %s, the other %s)"
+                             % (self.kind, other.kind))
+        if other is self:
+            return
+        # Two locks, always taken in the same order: a.copy_from(b) and
+        # b.copy_from(a) on two threads cannot deadlock.
+        first, second = (self, other) if id(self) < id(other) else (other, self)
+        with first._lock, second._lock:
+            st = lib.qgpy_copy(self._s, other._s)
+        if st != lib.QG_OK:
+            _raise(st, "copy_from", detail=self._no_walk("copy"))
+
+    def snapshot(self):
+        """The index's whole state as ``bytes`` (``qg_snapshot_write``):
+        versioned, little-endian, checksummed (docs/rollback.md), portable
+        between machines and between this package and the JavaScript one.
+        ``Index.from_snapshot`` reads it back into an index that continues
+        exactly as this one."""
+        with self._lock:
+            n = lib.qgpy_snapshot_size(self._s)
+            buf = bytearray(n)
+            st = lib.qgpy_snapshot_write(self._s, ffi.from_buffer(buf), n) if n else lib.QG_ERR_INVALID
+        if st != lib.QG_OK:
+            _raise(st, "snapshot", detail=self._no_walk("snapshot"))
+        return bytes(buf)
+
+    @classmethod
+    def from_snapshot(cls, data):
+        """A new index from ``snapshot()``'s bytes (any bytes-like object),
+        continuing exactly as the index they were written from. ValueError
+        for bytes that are not a whole, unchanged snapshot of this version
+        (empty, truncated, corrupted, of a kind this build lacks), TypeError
+        for an object that is not bytes-like, MemoryError when memory runs
+        out."""
+        mv = _snapshot_view(data, "from_snapshot")
+        out = ffi.new("qgpy **")
+        kind = ffi.new("int32_t *")
+        n = mv.nbytes
+        st = lib.qgpy_snapshot_read(ffi.from_buffer(mv) if n else ffi.NULL, n, out, kind)
+        if st != lib.QG_OK:
+            if st == lib.QG_ERR_INVALID:
+                raise ValueError("from_snapshot: QG_ERR_INVALID (%s)" % _snapshot_reason(mv))
+            _raise(st, "from_snapshot")
+        return Index._adopt(cls, out[0], ffi.string(lib.qg_kind_name(kind[0])).decode())
+
+    def __reduce__(self):
+        # pickle: the snapshot, and the instance's other attributes as state.
+        state = {k: v for k, v in self.__dict__.items() if k not in self._OWN and k != "kind"}
+        return (_unpickle, (type(self), self.snapshot()), state or None)
 
     def __repr__(self):
         return "<quadgrid.Index kind=%s len=%d>" % (self.kind, len(self))

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Type hints for quadgrid (see __init__.py for the docstrings)."""
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +17,8 @@ _Handles = npt.ArrayLike  # (n,) integers, int32 preferred
 _I32 = npt.NDArray[np.int32]
 _I64 = npt.NDArray[np.int64]
 _F32 = npt.NDArray[np.float32]
+_Bytes = Union[bytes, bytearray, memoryview, npt.NDArray[Any]]  # any bytes-like object
+_T = TypeVar("_T", bound="Index")
 
 class Index:
     """A spatial index of boxes (rows min_x, min_y, max_x, max_y)."""
@@ -75,3 +77,18 @@ class Index:
         size_bound, cell_size, max_depth, world, retunes (what the index learned)."""
     def validate(self) -> None:
         """Checks the internal invariants; RuntimeError if they fail."""
+    def clone(self: _T) -> _T:
+        """An independent copy that continues exactly as this index (qg_clone)."""
+    def __copy__(self: _T) -> _T:
+        """copy.copy: the same as clone() (other attributes shared)."""
+    def __deepcopy__(self: _T, memo: Dict[int, Any]) -> _T:
+        """copy.deepcopy: the same as clone() (other attributes deep-copied)."""
+    def copy_from(self, other: "Index") -> None:
+        """Makes this index a copy of other (same kind; qg_copy), in this one's memory."""
+    def snapshot(self) -> bytes:
+        """The whole state as bytes (qg_snapshot_write; docs/rollback.md)."""
+    @classmethod
+    def from_snapshot(cls: Type[_T], data: _Bytes) -> _T:
+        """A new index from snapshot() bytes; ValueError for bad bytes, TypeError for non-bytes."""
+    def __reduce__(self) -> Tuple[Callable[..., "Index"], Tuple[Any, ...], Optional[Dict[str, Any]]]:
+        """pickle: through snapshot()."""

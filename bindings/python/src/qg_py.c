@@ -469,3 +469,62 @@ int qgpy_get_boxes(const qgpy *s, const int32_t *handles, int64_t n, float *boxe
     }
     return QG_OK;
 }
+
+/* ---- Rollback: clones, copies and snapshots (qg_clone, qg_copy,
+ * qg_snapshot_*). The index is state; the thread pool and the result
+ * buffers are not (a clone starts without them, a copy keeps dst's). */
+
+/// A new qgpy around a new index: fails with *out NULL and nothing held.
+static int wrap_new(qgpy **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out == NULL ? QG_ERR_NOMEM : QG_OK;
+}
+
+int qgpy_clone(const qgpy *src, qgpy **out)
+{
+    int st = wrap_new(out);
+    if (st != QG_OK) return st;
+    st = qg_clone(src->index, &(*out)->index);
+    if (st != QG_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+int qgpy_copy(qgpy *dst, const qgpy *src)
+{
+    return qg_copy(dst->index, src->index);
+}
+
+int64_t qgpy_snapshot_size(const qgpy *s)
+{
+    return (int64_t)qg_snapshot_size(s->index);
+}
+
+int qgpy_snapshot_write(const qgpy *s, void *buf, int64_t len)
+{
+    if (len < 0) return QG_ERR_INVALID;
+    return qg_snapshot_write(s->index, buf, (size_t)len);
+}
+
+int qgpy_snapshot_read(const void *buf, int64_t len, qgpy **out, int32_t *kind)
+{
+    *kind = -1;
+    if (len < 0) return QG_ERR_INVALID;
+    int st = wrap_new(out);
+    if (st != QG_OK) return st;
+    st = qg_snapshot_read(buf, (size_t)len, NULL, &(*out)->index);
+    if (st != QG_OK) {
+        free(*out);
+        *out = NULL;
+        return st;
+    }
+    // The read accepted the header: its kind field (bytes 12..16, a
+    // little-endian uint32; docs/rollback.md) is the index's kind.
+    uint32_t k;
+    memcpy(&k, (const unsigned char *)buf + 12, sizeof k);
+    *kind = (int32_t)k;
+    return QG_OK;
+}

@@ -52,5 +52,10 @@ int qgpy_set_static(qgpy *s, const int32_t *handles, const uint8_t *flags, int64
 int qgpy_set_filter(qgpy *s, const int32_t *handles, const uint32_t *category, const uint32_t *mask,
                     int64_t n, int64_t *bad_row);
 int qgpy_get_boxes(const qgpy *s, const int32_t *handles, int64_t n, float *boxes, int64_t *bad_row);
+int qgpy_clone(const qgpy *src, qgpy **out);
+int qgpy_copy(qgpy *dst, const qgpy *src);
+int64_t qgpy_snapshot_size(const qgpy *s);
+int qgpy_snapshot_write(const qgpy *s, void *buf, int64_t len);
+int qgpy_snapshot_read(const void *buf, int64_t len, qgpy **out, int32_t *kind);
 
 #endif
