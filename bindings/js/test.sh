@@ -7,7 +7,9 @@
 #   3. node --test on both builds (every kind against a JS brute force, bad
 #      input, memory given back),
 #   4. the differential driver (fuzz/fuzz_ops.c: every kind against
-#      brute_force, qg_validate after every step) on both builds,
+#      brute_force, qg_validate after every step) and the order check
+#      (tests/order_check.c: golden order hashes, snapshots written on
+#      x86-64) on both builds,
 #   5. npm pack, install of the tarball into a temporary project, a smoke test
 #      there (ES module import, TypeScript types shipped),
 #   6. the benchmark's cross-check at a small size (every library's pairs
@@ -40,6 +42,10 @@ QUADGRID_SIMD=1 node --test test/*.test.js
 echo "== wasm differential driver (fuzz_ops, every kind against brute_force)"
 node build/wasm_diff-scalar.js "${QG_WASM_DIFF_RUNS:-300}"
 node build/wasm_diff-simd.js "${QG_WASM_DIFF_RUNS:-300}"
+
+echo "== the same order everywhere (tests/order_check.c: golden hashes, x86-64 snapshots)"
+node build/order_check-scalar.js check "$root/tests/golden"
+node build/order_check-simd.js check "$root/tests/golden"
 
 if [ "$quick" = 1 ]; then
     echo "bindings/js/test.sh --quick: ok ($(($(date +%s) - start)) s)"

@@ -70,5 +70,12 @@ if [ "${1:-}" = "--diff" ]; then
         emcc $cflags $extra $srcs "$root/fuzz/fuzz_ops.c" test/wasm_diff_main.c \
             -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sEXIT_RUNTIME=1 -sSINGLE_FILE=1 \
             -sTOTAL_STACK=1MB -o "build/wasm_diff-$v.js"
+        # The order check (tests/order_check.c): golden hashes and the
+        # snapshots written on x86-64, read from the repository's files.
+        echo "build.sh: build/order_check-$v.js"
+        # shellcheck disable=SC2086
+        emcc $cflags $extra $srcs "$root/tests/order_check.c" -I"$root/tests" \
+            -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sENVIRONMENT=node -sEXIT_RUNTIME=1 -sSINGLE_FILE=1 \
+            -sNODERAWFS=1 -sTOTAL_STACK=1MB -o "build/order_check-$v.js"
     done
 fi
