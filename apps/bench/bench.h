@@ -26,7 +26,7 @@
 #include "rays.h"
 #include "workload.h"
 
-typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT, W_RAYS, W_KNN, W_LEVEL, W_KNOBS } workload;
+typedef enum workload { W_AGENTS, W_MIXED, W_STATIC, W_SPARSE, W_INSERT, W_CHECK, W_SCENES, W_DRIFT, W_RAYS, W_KNN, W_LEVEL, W_KNOBS, W_ROLLBACK } workload;
 typedef enum out_format { OUT_TABLE, OUT_JSON, OUT_CSV } out_format;
 
 typedef struct options {
@@ -149,6 +149,7 @@ int run_queries(const options *o, const bench_peer *p);
 
 /* insert.c */
 int run_insert(const options *o, const bench_peer *p);
+int run_rollback(const options *o, const bench_peer *p);
 
 /* scenes.c: the scene table */
 int run_scenes(const options *o, const bench_peer *reference, const bench_peer *impls, int impl_count);

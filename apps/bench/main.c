@@ -86,6 +86,8 @@ static void usage(FILE *f) {
           "           (default all), --n (default 200000), --frames (default 10), --json\n"
           "  sparse   quarter-world query on a world 95% empty\n"
           "  insert   ns per insert into an empty index\n"
+          "  rollback qg_copy, qg_snapshot_write/read and qg_clone of an aged index beside a\n"
+          "           memcpy of its memory_bytes, per quadgrid kind (--n default 1000000)\n"
           "  check    test the sort-and-sweep reference and the sap peer against plain loops\n"
           "  drift    agents medians fresh, aged (--age F, default 300) and rebuilt, and\n"
           "           the index's bytes at each, per kind\n"
@@ -185,6 +187,7 @@ static int run_one(const options *o, const bench_peer *p, bool from_all) {
     case W_STATIC:
     case W_SPARSE: return run_queries(o, p);
     case W_INSERT: return run_insert(o, p);
+    case W_ROLLBACK: return run_rollback(o, p);
     case W_DRIFT: return run_drift(o, p);
     case W_LEVEL: return run_level(o, p);
     case W_RAYS:
@@ -364,6 +367,7 @@ int main(int argc, char **argv) {
     else if (strcmp(wl, "knn") == 0) o.wl = W_KNN;
     else if (strcmp(wl, "level") == 0) o.wl = W_LEVEL;
     else if (strcmp(wl, "knobs") == 0) o.wl = W_KNOBS;
+    else if (strcmp(wl, "rollback") == 0) o.wl = W_ROLLBACK;
     else {
         note("unknown workload '%s'", wl);
         usage(stderr);
@@ -435,7 +439,7 @@ int main(int argc, char **argv) {
         }
         if (takes) i++;
     }
-    if (!have_n) o.n = (o.wl == W_STATIC || o.wl == W_INSERT || o.wl == W_RAYS || o.wl == W_KNN) ? 1000000 : o.wl == W_CHECK ? 3000 : 100000;
+    if (!have_n) o.n = (o.wl == W_STATIC || o.wl == W_INSERT || o.wl == W_ROLLBACK || o.wl == W_RAYS || o.wl == W_KNN) ? 1000000 : o.wl == W_CHECK ? 3000 : 100000;
     if (!have_queries) o.queries = (o.wl == W_STATIC || o.wl == W_RAYS || o.wl == W_KNN) ? 100000 : o.wl == W_CHECK ? 1000 : 100;
     /* One pool for the whole run, its threads reused by every call. */
     static qg_thread_pool *pool;
@@ -521,7 +525,7 @@ int main(int argc, char **argv) {
         }
         free(list);
     }
-    if (o.wl != W_INSERT) {
+    if (o.wl != W_INSERT && o.wl != W_ROLLBACK) {
         int r = o.wl == W_RAYS || o.wl == W_KNN ? bench_rays_cross_check() : cross_check(&o);
         if (r > rc) rc = r;
     }

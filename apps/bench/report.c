@@ -254,6 +254,6 @@ bool sum_hit(qg_handle box, void *user) {
 }
 
 const char *workload_name(workload w) {
-    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift", "rays", "knn", "level", "knobs"};
+    static const char *names[] = {"agents", "mixed", "static", "sparse", "insert", "check", "scenes", "drift", "rays", "knn", "level", "knobs", "rollback"};
     return names[w];
 }
