@@ -76,6 +76,7 @@
 #include "grid_family/grid_batch.inc"
 #include "grid_family/grid_check.inc"
 #include "grid_family/grid_rays.inc"
+#include "grid_family/grid_state.inc"
 #include "kind.h"
 
 typedef struct grid {
@@ -219,13 +220,19 @@ static void grid_tune_stats(const qg_config *c, qg_stats *s)
     s->cell_size = c->cell_size;
 }
 
+/// The grid is the whole kind (grid_state.inc).
+static void grid_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    gr_state(s, &((grid *)d)->g, &((const grid *)src)->g, &d->config, d->box_high);
+}
+
 const qg_tune_rule qg_grid_tune_rule = {
     .hint = grid_tune_hint,
     .differs = grid_tune_differs,
     .stats = grid_tune_stats,
 };
 
-QG_KIND_CLASS_EX(grid, QG_GRID, grid, .tune = &qg_grid_tune_rule, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
+QG_KIND_CLASS_EX(grid, QG_GRID, grid, .state = grid_state, .tune = &qg_grid_tune_rule, .pairs_part = grid_pairs_part, .move_many = grid_move_many,
                  .raycast = grid_raycast, .nearest = grid_nearest,
                  .insert_many = grid_insert_many, .batch_mark = grid_batch_mark,
                  .batch_trim = grid_batch_trim);

@@ -45,6 +45,7 @@
 #include "grid_family/grid_batch.inc"
 #include "grid_family/grid_check.inc"
 #include "grid_family/grid_rays.inc"
+#include "grid_family/grid_state.inc"
 #include "kind.h"
 
 typedef struct multi_grid {
@@ -367,7 +368,70 @@ static void multi_grid_batch_trim(qg_index *index, void *mark, bool undone)
     gr_trim(&((multi_grid *)index)->g, &index->alloc, mark, undone);
 }
 
-QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .tune = &qg_grid_tune_rule, .pairs_part = multi_grid_pairs_part,
+/// The bitset after the grid (grid_state.inc): its level count, then each
+/// level's size and words. A level's size follows from the grid's
+/// (multi_grid_init), so a read checks the sizes against that before it
+/// allocates a block of them; a copy frees the levels src has fewer of
+/// (the fits pass refused one it has more of: its block does not fit).
+static void mg_bits_state(qg_state *s, gr_bits *d, const gr_bits *src, const gr_grid *g)
+{
+    const int dcount = d->count; // d's levels before a copy changes count
+    int32_t n = src->count;
+    qg_st_val(s, &n, &n, sizeof n);
+    if (qg_st_reading(s) && qg_st_ok(s) && (n < 1 || n > GR_MAX_LEVELS))
+        qg_st_fail(s, QG_ERR_INVALID);
+    if (!qg_st_ok(s))
+        return;
+    int32_t c = g->cols, r = g->nrows;
+    for (int32_t l = 0; l < n && qg_st_ok(s); ++l) {
+        gr_level *dl = &d->level[l];
+        const gr_level *sl = &src->level[l];
+        const size_t dbytes = mg_level_bytes(dl); // 0 for a level d lacks (zeroed at init)
+        QG_ST(s, dl, sl, cols);
+        QG_ST(s, dl, sl, rows);
+        if (qg_st_reading(s) && qg_st_ok(s)) {
+            // multi_grid_init's levels, and only as many as it makes.
+            const bool more = c > 1 || r > 1;
+            c = (c + 7) / 8;
+            r = (r + 7) / 8;
+            if ((l > 0 && !more) || dl->cols != c || dl->rows != r) {
+                dl->cols = dl->rows = 0;
+                qg_st_fail(s, QG_ERR_INVALID);
+                return;
+            }
+        }
+        if (!qg_st_block(s, (void **)&dl->words, dbytes, sl->words, mg_level_bytes(sl))) {
+            if (qg_st_reading(s))
+                dl->cols = dl->rows = 0;
+            return;
+        }
+        if (qg_st_reading(s))
+            d->count = l + 1; // destroy frees this level now
+    }
+    if (!qg_st_ok(s))
+        return;
+    if (qg_st_reading(s) && (c > 1 || r > 1) && n < GR_MAX_LEVELS) {
+        qg_st_fail(s, QG_ERR_INVALID); // stopped before one word covers the grid
+        return;
+    }
+    if (s->mode == QG_ST_COPY) {
+        for (int l = n; l < dcount; ++l) {
+            qg_mem_free(s->alloc, d->level[l].words, mg_level_bytes(&d->level[l]));
+            d->level[l] = (gr_level){0};
+        }
+        d->count = n;
+    }
+}
+
+static void multi_grid_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    multi_grid *dm = (multi_grid *)d;
+    const multi_grid *sm = (const multi_grid *)src;
+    gr_state(s, &dm->g, &sm->g, &d->config, d->box_high);
+    mg_bits_state(s, &dm->bits, &sm->bits, &dm->g);
+}
+
+QG_KIND_CLASS_EX(multi_grid, QG_MULTI_GRID, multi_grid, .state = multi_grid_state, .tune = &qg_grid_tune_rule, .pairs_part = multi_grid_pairs_part,
                  .move_many = multi_grid_move_many, .raycast = multi_grid_raycast, .nearest = multi_grid_nearest,
                  .insert_many = multi_grid_insert_many, .batch_mark = multi_grid_batch_mark,
                  .batch_trim = multi_grid_batch_trim);
