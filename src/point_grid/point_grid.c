@@ -6,6 +6,7 @@
 // and re-sorts, point_grid_pairs.c and point_grid_pairs_avx2.c the pair search.
 #include "point_grid.h"
 #include "../kind.h"
+#include "../state.h"
 
 /// Adds h (box already in boxes[h], hb[h] naming level k) to level k's
 /// tail, or rebuilds the level when the tail is full. The caller has made
@@ -1118,7 +1119,131 @@ static const qg_tune_rule point_grid_tune = {
     .stats = point_grid_tune_stats,
 };
 
-QG_KIND_CLASS_EX(point_grid, QG_POINT_GRID, point_grid, .tune = &point_grid_tune, .pairs_part = point_grid_pairs_part,
+/* ---- the state walk (state.h) -------------------------------------------- */
+
+/// Fields qg_pg_world_derive makes from the walked ones: carried by a copy as
+/// they are (the table fills cost more than the copy of a small index),
+/// remade by a read, never written to a snapshot.
+static void pg_st_derived(qg_state *s, void *d, const void *src, size_t n)
+{
+    if (qg_st_ok(s) && s->mode == QG_ST_COPY && d != src)
+        memcpy(d, src, n);
+}
+
+#define PG_ST_DERIVED(s, d, src, field) pg_st_derived((s), &(d)->field, &(src)->field, sizeof((d)->field))
+
+/// Level k's part of the walk: its counts and flags, its world (what the
+/// rest of it follows from), then its arrays, each carried as far as any
+/// later call reads it.
+static void pg_level_state(qg_state *s, pg_level *d, const pg_level *src)
+{
+    QG_ST(s, d, src, count);
+    QG_ST(s, d, src, listed);
+    QG_ST(s, d, src, tail);
+    QG_ST(s, d, src, tombstones);
+    QG_ST_BOOL(s, d, src, live);
+    QG_ST_BOOL(s, d, src, fresh);
+    QG_ST_BOOL(s, d, src, snug);
+    QG_ST_BOOL(s, d, src, refit);
+    QG_ST(s, d, src, want_cells);
+    QG_ST(s, d, src, want_rows);
+    QG_ST(s, d, src, calm);
+    QG_ST(s, d, src, fit_count);
+    QG_ST_BOOL(s, d, src, on_config);
+    QG_ST(s, d, src, config_cells);
+    QG_ST(s, d, src, cols);
+    QG_ST(s, d, src, rows);
+    QG_ST(s, d, src, ox);
+    QG_ST(s, d, src, oy);
+    QG_ST(s, d, src, sx);
+    QG_ST(s, d, src, sy);
+    QG_ST(s, d, src, cell);
+    QG_ST(s, d, src, bound);
+    QG_ST(s, d, src, pad);
+    if (qg_st_reading(s) && qg_st_ok(s)) {
+        // What a world made by pg_set_world always holds, and what the
+        // mapping, the cell indexing and the growths trust: cells within
+        // the sides' and the total's limits, scales pg_scale can give, no
+        // want past what a re-fit may ask. The rest is qg_validate's.
+        const bool ok = d->cols >= 1 && d->cols <= PG_MAX_SIDE && d->rows >= 1 && d->rows <= PG_MAX_SIDE &&
+                        (int64_t)d->cols * d->rows <= PG_MAX_CELLS && d->sx >= 0x1p-120f && d->sx <= 0x1p120f &&
+                        d->sy >= 0x1p-120f && d->sy <= 0x1p120f && d->config_cells >= 1 &&
+                        d->config_cells <= PG_MAX_CELLS && d->want_cells >= 0 && d->want_cells <= PG_MAX_CELLS &&
+                        d->want_rows >= 0 && d->want_rows <= PG_MAX_SIDE && d->count >= 0 &&
+                        (d->live || (d->count == 0 && d->listed == 0 && d->tail == 0 && d->tombstones == 0));
+        if (!ok) {
+            qg_st_fail(s, QG_ERR_INVALID);
+            return;
+        }
+        qg_pg_world_derive(d);
+    }
+    PG_ST_DERIVED(s, d, src, gmax_x);
+    PG_ST_DERIVED(s, d, src, gmax_y);
+    PG_ST_DERIVED(s, d, src, gmaxf_x);
+    PG_ST_DERIVED(s, d, src, gmaxf_y);
+    PG_ST_DERIVED(s, d, src, hx);
+    PG_ST_DERIVED(s, d, src, hy);
+    PG_ST_DERIVED(s, d, src, s2x);
+    PG_ST_DERIVED(s, d, src, s2y);
+    PG_ST_DERIVED(s, d, src, near_x);
+    PG_ST_DERIVED(s, d, src, near_y);
+    PG_ST_DERIVED(s, d, src, reach_x);
+    PG_ST_DERIVED(s, d, src, reach_y);
+    PG_ST_DERIVED(s, d, src, unit_x);
+    PG_ST_DERIVED(s, d, src, unit_y);
+    PG_ST_DERIVED(s, d, src, size_x);
+    PG_ST_DERIVED(s, d, src, size_y);
+    // The starts and row heads of a live level's world; the slots in use
+    // (the snapshot and the tail: the kernels' loads past them are masked
+    // off, and a slot past them is written before it is read).
+    const int64_t cells = src->live ? (int64_t)src->cols * src->rows + 1 : 0;
+    const int64_t rows = src->live ? src->rows : 0;
+    const int64_t slots = (int64_t)src->listed + src->tail;
+    qg_st_array(s, (void **)&d->start, &d->start_capacity, src->start, src->start_capacity, cells, sizeof(int32_t));
+    qg_st_array(s, (void **)&d->order, &d->order_capacity, src->order, src->order_capacity, slots, sizeof(uint32_t));
+    qg_st_array(s, (void **)&d->sq, &d->sq_capacity, src->sq, src->sq_capacity, slots, sizeof(uint16_t));
+    qg_st_array(s, (void **)&d->tail_head, &d->tail_head_capacity, src->tail_head, src->tail_head_capacity, rows,
+                sizeof(uint16_t));
+    // The capacities the fields index by: qg_validate checks them on a live
+    // level, and a level made live later reserves from them.
+    if (qg_st_reading(s) && qg_st_ok(s) &&
+        (d->listed < 0 || d->tail < 0 || (int64_t)d->listed + d->tail > d->order_capacity ||
+         d->sq_capacity < d->order_capacity || (d->live && (cells > d->start_capacity || rows > d->tail_head_capacity))))
+        qg_st_fail(s, QG_ERR_INVALID);
+}
+
+/// The kind's state: the per-handle bytes, the flags, the levels. `wide` is
+/// the machine's (set as init sets it); `hold` lives inside one qg_move_many
+/// call (false between calls).
+static void point_grid_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    point_grid *dg = (point_grid *)d;
+    const point_grid *sg = (const point_grid *)src;
+    QG_ST_BOOL(s, dg, sg, want);
+    QG_ST(s, dg, sg, steady_high);
+    // Bytes past box_high are written before they are read (an insert marks
+    // its handle PG_HB_NONE first); a read gives them the mark clear leaves.
+    const int64_t high = src->box_high < sg->hb_capacity ? src->box_high : sg->hb_capacity;
+    qg_st_array(s, (void **)&dg->hb, &dg->hb_capacity, sg->hb, sg->hb_capacity, high, sizeof(uint8_t));
+    if (qg_st_reading(s) && qg_st_ok(s)) {
+        if (d->box_high > 0 && dg->hb_capacity < d->box_high) {
+            qg_st_fail(s, QG_ERR_INVALID);
+            return;
+        }
+        if (dg->hb_capacity > d->box_high)
+            memset(dg->hb + d->box_high, PG_HB_NONE, (size_t)(dg->hb_capacity - d->box_high));
+#if defined(PG_HAVE_AVX2)
+        dg->wide = qg_cpu_avx2();
+#endif
+    }
+    if (s->mode == QG_ST_READ || s->mode == QG_ST_COPY)
+        dg->hold = false;
+    for (int32_t k = 0; k < PG_LEVELS; ++k)
+        pg_level_state(s, &dg->level[k], &sg->level[k]);
+}
+
+QG_KIND_CLASS_EX(point_grid, QG_POINT_GRID, point_grid, .state = point_grid_state, .tune = &point_grid_tune,
+                 .pairs_part = point_grid_pairs_part,
                  .move_many = point_grid_move_many, .move_many_checked = point_grid_move_many_checked,
                  .cleanup_parallel = point_grid_cleanup_parallel,
                  .raycast = qg_pg_raycast, .nearest = qg_pg_nearest, .insert_many = point_grid_insert_many,

@@ -542,6 +542,12 @@ static inline int32_t qg_pg_band_edge(const pg_level *L, int32_t part, int32_t p
 
 /// point_grid_world.c: level k's bound, cell size and world over the configured bounds.
 void qg_pg_level_init(pg_level *L, const qg_config *c, int32_t k);
+/// point_grid_world.c: the fields of a level's world that follow from its
+/// cells (cols, rows), origin (ox, oy), scale (sx, sy) and pad: the mapping's
+/// limits and forms, the move and pair reaches, the size tables. A snapshot
+/// carries only what they follow from, so a read cannot hold a world whose
+/// mapping points outside its cells.
+void qg_pg_world_derive(pg_level *L);
 /// point_grid_world.c: re-sorts level k (a counting sort by cell), re-fitting its world
 /// first when its elements ask for it. Never allocates.
 void qg_pg_rebuild(point_grid *g, int32_t k);

@@ -88,14 +88,19 @@ static void pg_set_world(pg_level *L, pg_world w)
 {
     L->cols = w.cols;
     L->rows = w.rows;
-    L->gmax_x = L->cols * PG_Q - 1;
-    L->gmax_y = L->rows * PG_Q - 1;
-    L->gmaxf_x = (float)L->gmax_x;
-    L->gmaxf_y = (float)L->gmax_y;
     L->ox = (float)w.x0;
     L->oy = (float)w.y0;
     L->sx = pg_scale(L->cols, w.ex);
     L->sy = pg_scale(L->rows, w.ey);
+    qg_pg_world_derive(L);
+}
+
+void qg_pg_world_derive(pg_level *L)
+{
+    L->gmax_x = L->cols * PG_Q - 1;
+    L->gmax_y = L->rows * PG_Q - 1;
+    L->gmaxf_x = (float)L->gmax_x;
+    L->gmaxf_y = (float)L->gmax_y;
     // pg_map's form: the halving is exact but for a subnormal origin, whose
     // rounding (2^-150) the queries' hairs (two quanta) cover; the scale is
     // at most 2^120, so its double is exact.
