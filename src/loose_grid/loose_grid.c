@@ -7,6 +7,7 @@
 #include "loose_grid.h"
 #include "../kind.h"
 #include "../ray_nearest_kernels.h"
+#include "../state.h"
 
 /// Links loose cell i into the tight cells of `grown` that are not in `had`
 /// (had lies inside grown: a box only grows here). Links were reserved.
@@ -1203,8 +1204,118 @@ static qg_status loose_grid_validate(const qg_index *index, size_t *bytes)
     return qg_lg_validate(index, bytes);
 }
 
-QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .tune = &loose_grid_tune, .pairs_part = qg_lg_pairs_part,
-                 .move_many = loose_grid_move_many, .cleanup_parallel = loose_grid_cleanup_parallel,
+static int32_t lg_min32(int32_t a, int32_t b)
+{
+    return a < b ? a : b;
+}
+
+/// A read's scalars, before any array is sized from them: what qg_validate
+/// takes on trust (the cell count, whose product would overflow; a finite
+/// world, as an infinite one maps to NaN; the margins; the counters, which
+/// only count up from small values), and the configured bounds and sizes a
+/// later re-fit lays a world out from, which qg_create checked.
+static bool lg_read_sane(const loose_grid *g)
+{
+    const qg_config *c = &g->base.config;
+    const bool config = qg_box_valid(c->bounds) && c->bounds.min_x < c->bounds.max_x &&
+                        c->bounds.min_y < c->bounds.max_y && isfinite(c->cell_size) && c->cell_size >= 0.0f &&
+                        isfinite(c->element_size) && c->element_size >= 0.0f;
+    const bool world = g->lcols >= 1 && g->lcols <= LG_MAX_SIDE && g->lrows >= 1 && g->lrows <= LG_MAX_SIDE &&
+                       (int64_t)g->lcols * g->lrows <= LG_MAX_CELLS && isfinite(g->wx0) && isfinite(g->wy0) &&
+                       isfinite(g->wx1) && isfinite(g->wy1) && g->wx0 < g->wx1 && g->wy0 < g->wy1 &&
+                       isfinite(g->margin) && g->margin >= 0.0f && isfinite(g->cfg_margin) && g->cfg_margin >= 0.0f;
+    const bool counters = g->fit_wait >= 0 && g->fit_wait <= LG_FIT_WAIT && g->strays >= 0 &&
+                          g->strays <= INT32_MAX / 2 && g->epoch < LG_EPOCHS && g->item_high >= 0;
+    const bool links = g->links.high >= 0 && g->links.live >= 0 && g->links.live <= g->links.high &&
+                       g->links.free_head >= -1 && g->links.free_head < g->links.high;
+    return config && world && counters && links;
+}
+
+/// The kind's part of the state walk (state.h). Every array goes whole up to
+/// what a later call can read (the item and link pools to their high-water
+/// marks, holes included), with its capacity, and nothing is rebuilt: the
+/// order of the lists (loose cells' items, tight cells' links) is what the
+/// last cleanup, relink, batch undo and moves left, which a rebuild would
+/// not reproduce. The mapping (origin, scales, tight sides) is a function of
+/// the world and the loose sides, so it is derived (qg_lg_layout), not
+/// written. `mark` lives inside one batch call: never between calls.
+static void loose_grid_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    loose_grid *dg = (loose_grid *)d;
+    const loose_grid *sg = (const loose_grid *)src;
+    const bool reading = qg_st_reading(s);
+    QG_ST(s, dg, sg, lcols);
+    QG_ST(s, dg, sg, lrows);
+    QG_ST(s, dg, sg, wx0);
+    QG_ST(s, dg, sg, wy0);
+    QG_ST(s, dg, sg, wx1);
+    QG_ST(s, dg, sg, wy1);
+    QG_ST(s, dg, sg, margin);
+    QG_ST(s, dg, sg, cell_w);
+    QG_ST(s, dg, sg, cfg_margin);
+    QG_ST_BOOL(s, dg, sg, auto_size);
+    QG_ST(s, dg, sg, fit_next);
+    QG_ST(s, dg, sg, fit_wait);
+    QG_ST_BOOL(s, dg, sg, refit);
+    QG_ST(s, dg, sg, strays);
+    QG_ST(s, dg, sg, epoch);
+    QG_ST_BOOL(s, dg, sg, fresh);
+    QG_ST(s, dg, sg, steady_high);
+    QG_ST(s, dg, sg, item_high);
+    QG_ST(s, dg, sg, packed);
+    QG_ST(s, dg, sg, free_item);
+    QG_ST(s, dg, sg, links.high);
+    QG_ST(s, dg, sg, links.free_head);
+    QG_ST(s, dg, sg, links.live);
+    if (!qg_st_ok(s))
+        return;
+    if (reading && !lg_read_sane(dg)) {
+        qg_st_fail(s, QG_ERR_INVALID);
+        return;
+    }
+    if (reading || s->mode == QG_ST_COPY)
+        qg_lg_layout(dg, dg->wx0, dg->wy0, dg->wx1, dg->wy1, dg->lcols, dg->lrows);
+    const int32_t nl = sg->lcols * sg->lrows, nt = sg->tcols * sg->trows;
+    // (the min: qg_st_array wants used <= capacity; a state that breaks it
+    // fails qg_validate, here and in the original alike)
+    qg_st_array(s, (void **)&dg->loose, &dg->loose_capacity, sg->loose, sg->loose_capacity,
+                lg_min32(nl, sg->loose_capacity), sizeof(lg_loose));
+    qg_st_array(s, (void **)&dg->tight, &dg->tight_capacity, sg->tight, sg->tight_capacity,
+                lg_min32(nt, sg->tight_capacity), sizeof(int32_t));
+    qg_st_array(s, (void **)&dg->links.data, &dg->links.capacity, sg->links.data, sg->links.capacity,
+                lg_min32(sg->links.high, sg->links.capacity), sizeof(qg_enode));
+    qg_st_array(s, (void **)&dg->start, &dg->start_capacity, sg->start, sg->start_capacity,
+                lg_min32(nl + 1, sg->start_capacity), sizeof(int32_t));
+    // (all zero between calls, but written: past dst's old cells a copy's
+    // array holds whatever was there)
+    qg_st_array(s, (void **)&dg->count, &dg->count_capacity, sg->count, sg->count_capacity,
+                lg_min32(nl, sg->count_capacity), sizeof(int32_t));
+    qg_st_array(s, (void **)&dg->cell, &dg->cell_capacity, sg->cell, sg->cell_capacity,
+                lg_min32(src->box_high, sg->cell_capacity), sizeof(uint32_t));
+    qg_st_array(s, (void **)&dg->items, &dg->items_capacity, sg->items, sg->items_capacity,
+                lg_min32(sg->item_high, sg->items_capacity), sizeof(lg_item));
+    qg_st_array(s, (void **)&dg->next, &dg->next_capacity, sg->next, sg->next_capacity,
+                lg_min32(sg->item_high, sg->next_capacity), sizeof(int32_t));
+    if (reading && qg_st_ok(s)) {
+        // qg_validate counts the links' free list without bounds on its
+        // slots: they are checked here.
+        if (dg->links.high > dg->links.capacity) {
+            qg_st_fail(s, QG_ERR_INVALID);
+            return;
+        }
+        int32_t steps = 0;
+        for (int32_t e = dg->links.free_head; e >= 0; e = dg->links.data[e].next) {
+            if (e >= dg->links.high || ++steps > dg->links.high) {
+                qg_st_fail(s, QG_ERR_INVALID);
+                return;
+            }
+        }
+    }
+}
+
+QG_KIND_CLASS_EX(loose_grid, QG_LOOSE_GRID, loose_grid, .state = loose_grid_state, .tune = &loose_grid_tune,
+                 .pairs_part = qg_lg_pairs_part, .move_many = loose_grid_move_many,
+                 .cleanup_parallel = loose_grid_cleanup_parallel,
                  .raycast = loose_grid_raycast, .nearest = loose_grid_nearest,
                  .insert_many = loose_grid_insert_many, .batch_mark = loose_grid_batch_mark,
                  .batch_trim = loose_grid_batch_trim);

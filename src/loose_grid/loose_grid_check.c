@@ -90,8 +90,11 @@ qg_status qg_lg_validate(const qg_index *index, size_t *bytes)
             const int32_t i = g->links.data[e].element;
             if (i < 0 || i >= nl || !lg_range_has(lg_cell_range(g, &g->loose[i]), tx, ty))
                 return QG_ERR_INVALID;
+            // (bounded as the walk itself: hostile snapshot bytes may send
+            // the rest of the list out of the pool or round a cycle)
+            int64_t after = links;
             for (int32_t f = g->links.data[e].next; f >= 0; f = g->links.data[f].next) {
-                if (g->links.data[f].element == i)
+                if (f >= g->links.high || ++after > g->links.live || g->links.data[f].element == i)
                     return QG_ERR_INVALID;
             }
         }
