@@ -61,6 +61,7 @@
 //   reported once.
 #include "tree_common.h"
 #include "kind.h"
+#include "state.h"
 
 #define BQ_BITS QG_TREE_BITS
 #define BQ_SIDE QG_TREE_SIDE
@@ -795,5 +796,40 @@ static const qg_tune_rule bucket_quadtree_tune = {
     .stats = qg_tree_tune_stats,
 };
 
-QG_KIND_CLASS_EX(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree, .tune = &bucket_quadtree_tune, .raycast = bucket_quadtree_raycast,
+/// The state walk (state.h): the nodes, the buckets' links (their order
+/// is the order a bucket's elements are reported in), the world and its
+/// re-fit counts, the depth and bucket size in force, and the node array's
+/// capacity (a re-fit and a move whose reservation failed split only into
+/// the blocks it holds).
+static void bucket_quadtree_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    bucket_quadtree *dq = (bucket_quadtree *)d;
+    const bucket_quadtree *sq = (const bucket_quadtree *)src;
+    QG_ST(s, dq, sq, max_depth);
+    QG_ST(s, dq, sq, capacity);
+    qg_tree_world_state(s, &dq->world, &sq->world);
+    QG_TREE_NODES_STATE(s, dq, sq, sizeof(bq_node));
+    const int32_t used = src->box_high;
+    qg_st_array(s, (void **)&dq->next, &dq->next_capacity, sq->next, sq->next_capacity,
+                qg_tree_slots_used(sq->next_capacity, used), sizeof(int32_t));
+    qg_st_array(s, (void **)&dq->prev, &dq->prev_capacity, sq->prev, sq->prev_capacity,
+                qg_tree_slots_used(sq->prev_capacity, used), sizeof(int32_t));
+    if (!qg_st_reading(s) || !qg_st_ok(s))
+        return;
+    // What bucket_quadtree_validate and the later calls trust without
+    // checking: a depth within the integer cells (the paths and stacks are
+    // sized for it), a tree.
+    if (dq->max_depth < 0 || dq->max_depth > BQ_BITS || dq->capacity < 1 ||
+        !qg_tree_world_ok(&dq->world, BQ_SIDE) || !qg_tree_config_ok(&d->config, BQ_BITS)) {
+        qg_st_fail(s, QG_ERR_INVALID);
+        return;
+    }
+    const qg_status st = qg_tree_shape_check(&d->alloc, dq, bq_children, dq->nodes, sizeof(bq_node),
+                                             offsetof(bq_node, first_child), dq->free_block, dq->node_high,
+                                             dq->node_capacity);
+    if (st != QG_OK)
+        qg_st_fail(s, st);
+}
+
+QG_KIND_CLASS_EX(bucket_quadtree, QG_BUCKET_QUADTREE, bucket_quadtree, .tune = &bucket_quadtree_tune, .state = bucket_quadtree_state, .raycast = bucket_quadtree_raycast,
                  .nearest = bucket_quadtree_nearest, .insert_many = bucket_quadtree_insert_many);

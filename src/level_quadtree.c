@@ -62,6 +62,7 @@
 //   at or below the node. Each element is in one node: reported once.
 #include "tree_common.h"
 #include "kind.h"
+#include "state.h"
 
 /// Deepest level a caller may ask for: level 11 is 4^11 cells, 5.6 million
 /// nodes (45 MB) in all. Deeper requests are clamped to it.
@@ -188,15 +189,22 @@ static qg_status level_quadtree_configure(qg_config *config)
     return QG_OK;
 }
 
+/// The first node of each level of a tree allocated `alloc_depth` deep
+/// (at most LV_MAX_DEPTH); returns the nodes of all its levels.
+static int32_t lv_offsets(level_quadtree *lv, int32_t alloc_depth)
+{
+    lv->offset[0] = 0;
+    for (int l = 0; l <= alloc_depth; ++l)
+        lv->offset[l + 1] = lv->offset[l] + (1 << (2 * l));
+    return lv->offset[alloc_depth + 1];
+}
+
 static qg_status level_quadtree_init(qg_index *index)
 {
     level_quadtree *lv = (level_quadtree *)index;
     lv->alloc_depth = index->config.max_depth;
     lv_set_world(lv, index->config.bounds, lv->alloc_depth);
-    lv->offset[0] = 0;
-    for (int l = 0; l <= lv->alloc_depth; ++l)
-        lv->offset[l + 1] = lv->offset[l] + (1 << (2 * l));
-    lv->node_count = lv->offset[lv->alloc_depth + 1];
+    lv->node_count = lv_offsets(lv, lv->alloc_depth);
     lv->nodes = qg_mem_alloc(&index->alloc, (size_t)lv->node_count * sizeof(lv_node));
     if (lv->nodes == NULL)
         return QG_ERR_NOMEM;
@@ -685,5 +693,71 @@ static const qg_tune_rule level_quadtree_tune = {
     .stats = qg_tree_tune_stats,
 };
 
-QG_KIND_CLASS_EX(level_quadtree, QG_LEVEL_QUADTREE, level_quadtree, .tune = &level_quadtree_tune, .raycast = level_quadtree_raycast,
+/// Reading a snapshot: what level_quadtree_validate cannot see, as it walks
+/// only the non-empty subtrees. A node below an empty one, or on a level
+/// past the one in use, holds nothing and counts nothing (an insert there
+/// would otherwise make its hostile list reachable and link into it), and a
+/// list's head is a live element that names the node as its own.
+static bool lv_read_check(const level_quadtree *lv)
+{
+    const qg_index *ix = &lv->base;
+    for (int32_t l = 0; l <= lv->alloc_depth; ++l) {
+        for (int32_t r = 0; r < (1 << (2 * l)); ++r) {
+            const int32_t i = lv->offset[l] + r;
+            const lv_node n = lv->nodes[i];
+            if (n.total < 0 || n.head < -1 || (n.total == 0 && n.head >= 0) ||
+                (l > lv->depth && n.total != 0))
+                return false;
+            if (l > 0 && n.total > 0) {
+                const int32_t x = r & ((1 << l) - 1), y = r >> l;
+                if (lv->nodes[lv_index(lv, lv_parent((lv_cell){l, x, y}))].total == 0)
+                    return false;
+            }
+            if (n.head >= 0 && (n.head >= ix->box_high || n.head >= lv->link_capacity ||
+                                !qg_slot_live(ix, n.head) || lv->links[n.head].node != i))
+                return false;
+        }
+    }
+    return true;
+}
+
+/// The state walk (state.h): the levels allocated and in use, the world
+/// and its re-fit counts, every node (one block, its size a function of
+/// alloc_depth: the lists' heads and the subtree counts) and the elements'
+/// links (each list runs through them, in the order its elements are
+/// reported). The offsets and node_count follow from alloc_depth: made
+/// again, never carried.
+static void level_quadtree_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    level_quadtree *dl = (level_quadtree *)d;
+    const level_quadtree *sl = (const level_quadtree *)src;
+    // d's block as it is now: a copy overwrites alloc_depth below.
+    const size_t dbytes = (size_t)dl->node_count * sizeof(lv_node);
+    QG_ST(s, dl, sl, alloc_depth);
+    QG_ST(s, dl, sl, depth);
+    if (qg_st_reading(s) && qg_st_ok(s) &&
+        (dl->alloc_depth < 1 || dl->alloc_depth > LV_MAX_DEPTH || dl->depth < 0 || dl->depth > dl->alloc_depth ||
+         !qg_tree_config_ok(&d->config, LV_MAX_DEPTH))) {
+        qg_st_fail(s, QG_ERR_INVALID);
+        return;
+    }
+    qg_tree_world_state(s, &dl->world, &sl->world);
+    if (s->mode == QG_ST_READ) {
+        // The block's size from the alloc_depth just read; node_count is set
+        // once the block is there (destroy frees node_count nodes).
+        const int32_t n = lv_offsets(dl, dl->alloc_depth);
+        if (qg_st_block(s, (void **)&dl->nodes, 0, NULL, (size_t)n * sizeof(lv_node)))
+            dl->node_count = n;
+    } else if (qg_st_block(s, (void **)&dl->nodes, dbytes, sl->nodes, (size_t)sl->node_count * sizeof(lv_node)) &&
+               s->mode == QG_ST_COPY) {
+        memcpy(dl->offset, sl->offset, sizeof dl->offset);
+        dl->node_count = sl->node_count;
+    }
+    qg_st_array(s, (void **)&dl->links, &dl->link_capacity, sl->links, sl->link_capacity,
+                qg_tree_slots_used(sl->link_capacity, src->box_high), sizeof(lv_link));
+    if (qg_st_reading(s) && qg_st_ok(s) && (!qg_tree_world_ok(&dl->world, 1 << dl->depth) || !lv_read_check(dl)))
+        qg_st_fail(s, QG_ERR_INVALID);
+}
+
+QG_KIND_CLASS_EX(level_quadtree, QG_LEVEL_QUADTREE, level_quadtree, .tune = &level_quadtree_tune, .state = level_quadtree_state, .raycast = level_quadtree_raycast,
                  .nearest = level_quadtree_nearest, .insert_many = level_quadtree_insert_many);

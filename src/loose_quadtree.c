@@ -67,6 +67,7 @@
 //   about half the time.
 #include "tree_common.h"
 #include "kind.h"
+#include "state.h"
 
 #define LQ_BITS QG_TREE_BITS
 #define LQ_SIDE QG_TREE_SIDE
@@ -140,6 +141,13 @@ static inline void lq_set_empty(lq_node *n)
 {
     n->rect[0] = n->rect[1] = FLT_MAX;
     n->rect[2] = n->rect[3] = -FLT_MAX;
+}
+
+/// True when the node holds nothing: its box is still the empty one (an
+/// empty box would look whole to the ray test once its slabs are swapped).
+static inline bool lq_empty(const lq_node *n)
+{
+    return n->rect[0] > n->rect[2];
 }
 
 static inline void lq_grow(lq_node *n, qg_rect r)
@@ -813,6 +821,14 @@ static void lq_check_visit(const void *tree, qg_tree_cell c, int32_t fc, void *c
     if (!qg_tree_check_node(k, c, fc, lq->node_high, lq->max_depth))
         return;
     const lq_node n = lq->nodes[c.node];
+    // A box is a box (no NaN, min <= max) or the empty one lq_set_empty
+    // writes: growing any other keeps a min past its max (or a NaN), which
+    // the parent's box need not hold, and the test below would skip it.
+    if (!(n.rect[0] <= n.rect[2] && n.rect[1] <= n.rect[3]) &&
+        !(n.rect[0] == FLT_MAX && n.rect[1] == FLT_MAX && n.rect[2] == -FLT_MAX && n.rect[3] == -FLT_MAX)) {
+        k->ok = false;
+        return;
+    }
     if (fc >= 0) {
         // A child's box lies in its parent's (or is empty).
         for (int i = 0; i < 4; ++i) {
@@ -824,7 +840,10 @@ static void lq_check_visit(const void *tree, qg_tree_cell c, int32_t fc, void *c
     }
     int64_t len = 0;
     for (int32_t h = lq_head(n); h >= 0; h = lq->elems[h].next) {
-        if (h >= lq->base.box_high || !qg_slot_live(&lq->base, h) || ++len > lq->base.count) {
+        // A next below -1 ends the list here, but an unlink would copy it
+        // into the leaf's `children` (next + 1), which then reads as a branch.
+        if (h >= lq->base.box_high || !qg_slot_live(&lq->base, h) || ++len > lq->base.count ||
+            lq->elems[h].next < -1) {
             k->ok = false;
             return;
         }
@@ -853,13 +872,6 @@ static qg_status loose_quadtree_validate(const qg_index *index, size_t *bytes)
     *bytes += (size_t)lq->node_capacity * sizeof(lq_node) + (size_t)lq->elem_capacity * sizeof(lq_elem) +
               (size_t)lq->depth_capacity * sizeof(uint8_t);
     return QG_OK;
-}
-
-/// True when the node holds nothing: its box is still the empty one (an
-/// empty box would look whole to the ray test once its slabs are swapped).
-static inline bool lq_empty(const lq_node *n)
-{
-    return n->rect[0] > n->rect[2];
 }
 
 /// qg_raycast: nodes near to far by the parameter at which the segment
@@ -951,5 +963,50 @@ static int32_t loose_quadtree_nearest(const qg_index *index, float x, float y, i
     return qg_near_finish(&c);
 }
 
-QG_KIND_CLASS_EX(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree, .tune = &qg_tree_tune_rule, .raycast = loose_quadtree_raycast,
+/// The state walk (state.h): the nodes (their loose boxes and the order of
+/// their children decide which pairs a walk meets first), the per-handle
+/// records (each leaf's list runs through them, in the order its elements
+/// are reported), the depths, the world and its re-fit counts, the depths
+/// and capacity in force, and the node array's capacity (a re-fit splits
+/// only into the nodes it holds).
+static void loose_quadtree_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    loose_quadtree *dq = (loose_quadtree *)d;
+    const loose_quadtree *sq = (const loose_quadtree *)src;
+    QG_ST(s, dq, sq, max_depth);
+    QG_ST(s, dq, sq, leaf_capacity);
+    QG_ST(s, dq, sq, depth_cap);
+    QG_ST_BOOL(s, dq, sq, resplit);
+    qg_tree_world_state(s, &dq->world, &sq->world);
+    QG_TREE_NODES_STATE(s, dq, sq, sizeof(lq_node));
+    const int32_t used = src->box_high;
+    qg_st_array(s, (void **)&dq->elems, &dq->elem_capacity, sq->elems, sq->elem_capacity,
+                qg_tree_slots_used(sq->elem_capacity, used), sizeof(lq_elem));
+    qg_st_array(s, (void **)&dq->depths, &dq->depth_capacity, sq->depths, sq->depth_capacity,
+                qg_tree_slots_used(sq->depth_capacity, used), sizeof(uint8_t));
+    if (!qg_st_reading(s) || !qg_st_ok(s))
+        return;
+    // What loose_quadtree_validate and the later calls trust without
+    // checking: depths within the integer cells (shifts, stacks), a tree.
+    if (dq->max_depth < 0 || dq->max_depth > LQ_BITS || dq->depth_cap < 0 || dq->depth_cap > LQ_BITS ||
+        dq->leaf_capacity < 1 || !qg_tree_world_ok(&dq->world, LQ_SIDE) || !qg_tree_config_ok(&d->config, LQ_BITS)) {
+        qg_st_fail(s, QG_ERR_INVALID);
+        return;
+    }
+    // lq_first_child negates `children`: INT32_MIN has no negation (no real
+    // node's link is below -node_high).
+    for (int32_t i = 0; i < dq->node_high && i < dq->node_capacity; ++i) {
+        if (dq->nodes[i].children == INT32_MIN) {
+            qg_st_fail(s, QG_ERR_INVALID);
+            return;
+        }
+    }
+    const qg_status st = qg_tree_shape_check(&d->alloc, dq, lq_children, dq->nodes, sizeof(lq_node),
+                                             offsetof(lq_node, children), dq->free_block, dq->node_high,
+                                             dq->node_capacity);
+    if (st != QG_OK)
+        qg_st_fail(s, st);
+}
+
+QG_KIND_CLASS_EX(loose_quadtree, QG_LOOSE_QUADTREE, loose_quadtree, .tune = &qg_tree_tune_rule, .state = loose_quadtree_state, .raycast = loose_quadtree_raycast,
                  .nearest = loose_quadtree_nearest, .insert_many = loose_quadtree_insert_many);

@@ -6,6 +6,8 @@
 // pair path.
 #include "tree_common.h"
 
+#include "state.h"
+
 bool qg_tree_fit(const qg_tree_world *w, const qg_index *ix, qg_handle skip, bool to_bounds, qg_rect *out,
                  double *size)
 {
@@ -128,6 +130,105 @@ bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int
     }
     // Every node is either reachable or in a free block, never both.
     return found == free_blocks && 1 + 4 * branches + 4 * (int64_t)found == node_high;
+}
+
+void qg_tree_world_state(qg_state *s, qg_tree_world *d, const qg_tree_world *src)
+{
+    QG_ST(s, d, src, box);
+    QG_ST(s, d, src, scale_x);
+    QG_ST(s, d, src, scale_y);
+    QG_ST(s, d, src, scan_count);
+    QG_ST(s, d, src, outside_moves);
+}
+
+void qg_tree_nodes_state(qg_state *s, void **dnodes, int32_t *dcap, int32_t *dhigh, int32_t *dfree,
+                         int32_t *dfree_blocks, const void *snodes, int32_t scap, const int32_t *shigh,
+                         const int32_t *sfree, const int32_t *sfree_blocks, size_t elem)
+{
+    qg_st_val(s, dhigh, shigh, sizeof *dhigh);
+    qg_st_val(s, dfree, sfree, sizeof *dfree);
+    qg_st_val(s, dfree_blocks, sfree_blocks, sizeof *dfree_blocks);
+    if (!qg_st_array(s, dnodes, dcap, snodes, scap, *shigh, elem))
+        return;
+    // Reading (d is src): the mark just read must lie in the capacity read.
+    if (qg_st_reading(s) && !qg_tree_high_ok(*dhigh, *dcap))
+        qg_st_fail(s, QG_ERR_INVALID);
+}
+
+bool qg_tree_world_ok(const qg_tree_world *w, int32_t side)
+{
+    const qg_rect b = w->box;
+    if (!(isfinite(b.min_x) && isfinite(b.min_y) && isfinite(b.max_x) && isfinite(b.max_y) && b.min_x < b.max_x &&
+          b.min_y < b.max_y) ||
+        w->scan_count < 0 || w->outside_moves < 0 || w->outside_moves > INT64_MAX / 16) // the re-fit check's * 16
+        return false;
+    qg_tree_world fresh;
+    qg_tree_world_set(&fresh, b, side);
+    return memcmp(&fresh.scale_x, &w->scale_x, sizeof w->scale_x) == 0 &&
+           memcmp(&fresh.scale_y, &w->scale_y, sizeof w->scale_y) == 0;
+}
+
+bool qg_tree_config_ok(const qg_config *c, int32_t cap)
+{
+    return c->max_depth >= 1 && c->max_depth <= cap && c->leaf_capacity >= 1;
+}
+
+/// Marks node i in the map; false when it was marked already.
+static bool shape_mark(uint64_t *map, int32_t i)
+{
+    const uint64_t bit = 1ull << ((uint32_t)i & 63);
+    if (map[(uint32_t)i >> 6] & bit)
+        return false;
+    map[(uint32_t)i >> 6] |= bit;
+    return true;
+}
+
+qg_status qg_tree_shape_check(qg_alloc *alloc, const void *tree, qg_tree_children_fn *children,
+                              const void *nodes, size_t stride, size_t link_offset, int32_t free_block,
+                              int32_t node_high, int32_t node_capacity)
+{
+    if (!qg_tree_high_ok(node_high, node_capacity))
+        return QG_ERR_INVALID;
+    const size_t words = ((size_t)node_high + 63) / 64, bytes = words * sizeof(uint64_t);
+    uint64_t *map = qg_mem_alloc(alloc, bytes);
+    if (map == NULL)
+        return QG_ERR_NOMEM;
+    memset(map, 0, bytes);
+    bool ok = shape_mark(map, 0);
+    int64_t marked = 1;
+    // Depth first from the root, as qg_tree_walk goes: a node is pushed only
+    // when its block was marked just now, so the stack holds at most 3 per
+    // level and the walk ends after node_high nodes.
+    qg_tree_cell stack[QG_TREE_STACK];
+    int top = 0;
+    stack[top++] = (qg_tree_cell){0, 0, 0, 0};
+    while (ok && top > 0) {
+        const qg_tree_cell c = stack[--top];
+        const int32_t fc = children(tree, c.node);
+        if (fc < 0)
+            continue;
+        if (c.depth >= QG_TREE_BITS || !qg_tree_block_ok(fc, node_high)) {
+            ok = false;
+            break;
+        }
+        for (int i = 0; i < 4 && ok; ++i)
+            ok = shape_mark(map, fc + i);
+        marked += 4;
+        for (int i = 3; i >= 0 && ok; --i)
+            stack[top++] = qg_tree_child_cell(c, fc, i);
+    }
+    for (int32_t b = free_block; ok && b >= 0;) {
+        if (!qg_tree_block_ok(b, node_high)) {
+            ok = false;
+            break;
+        }
+        for (int i = 0; i < 4 && ok; ++i)
+            ok = shape_mark(map, b + i);
+        marked += 4;
+        memcpy(&b, (const char *)nodes + (size_t)b * stride + link_offset, sizeof b);
+    }
+    qg_mem_free(alloc, map, bytes);
+    return ok && marked == node_high ? QG_OK : QG_ERR_INVALID;
 }
 
 uint64_t *qg_tree_sort_morton(uint64_t *key, uint64_t *tmp, int32_t n)

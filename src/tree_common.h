@@ -324,10 +324,11 @@ static inline bool qg_tree_high_ok(int32_t node_high, int32_t node_capacity)
     return node_high >= 1 && node_high <= node_capacity && (node_high - 1) % 4 == 0;
 }
 
-/// True when `first` can start a block of 4 children below node_high.
+/// True when `first` can start a block of 4 children below node_high. (No
+/// `first + 4`: a snapshot's hostile link may be INT32_MAX.)
 static inline bool qg_tree_block_ok(int32_t first, int32_t node_high)
 {
-    return first >= 1 && first + 4 <= node_high && (first - 1) % 4 == 0;
+    return first >= 1 && first <= node_high - 4 && (first - 1) % 4 == 0;
 }
 
 /// What a validating walk adds up.
@@ -357,6 +358,59 @@ static inline bool qg_tree_check_node(qg_tree_check *k, qg_tree_cell c, int32_t 
 /// that every node is the root, in a branch's block or in a free block.
 bool qg_tree_blocks_ok(const void *nodes, size_t stride, size_t link_offset, int32_t free_block,
                        int32_t free_blocks, int32_t node_high, int64_t branches);
+
+/* ---- The state walk (state.h) of what the trees share ------------------- */
+
+struct qg_state;
+
+/// A tree's world, field by field (the struct has padding before
+/// outside_moves, which a snapshot must not carry).
+void qg_tree_world_state(struct qg_state *s, qg_tree_world *d, const qg_tree_world *src);
+
+/// A pointer tree's node array: the high-water mark and the free blocks of
+/// 4, then the nodes below the mark (every node above it is written before
+/// it is read) with the array's capacity. The fields are passed one by one
+/// because each kind's struct names them alike but lays out its own nodes;
+/// QG_TREE_NODES_STATE passes them.
+void qg_tree_nodes_state(struct qg_state *s, void **dnodes, int32_t *dcap, int32_t *dhigh, int32_t *dfree,
+                         int32_t *dfree_blocks, const void *snodes, int32_t scap, const int32_t *shigh,
+                         const int32_t *sfree, const int32_t *sfree_blocks, size_t elem);
+#define QG_TREE_NODES_STATE(s, d, src, elem)                                                                 \
+    qg_tree_nodes_state((s), (void **)&(d)->nodes, &(d)->node_capacity, &(d)->node_high, &(d)->free_block,   \
+                        &(d)->free_blocks, (src)->nodes, (src)->node_capacity, &(src)->node_high,            \
+                        &(src)->free_block, &(src)->free_blocks, (elem))
+
+/// How many slots of a per-handle array (capacity `cap`) a snapshot
+/// carries: those of every handle ever issued. A slot of a free handle is
+/// written by the insert that takes the handle again before anything reads
+/// it, so none past box_high is state.
+static inline int32_t qg_tree_slots_used(int32_t cap, int32_t box_high)
+{
+    return cap < box_high ? cap : box_high;
+}
+
+/// A snapshot's world as qg_tree_world_set leaves it: a finite box, min
+/// below max, and the scales that box maps onto `side` units (the mapping
+/// reads the scales, the re-fit checks the box: apart, they put an element
+/// in one cell and look for it in another).
+bool qg_tree_world_ok(const qg_tree_world *w, int32_t side);
+
+/// A snapshot's configuration as a tree kind resolves it (max_depth in [1,
+/// `cap`], leaf_capacity at least 1): a clear or a re-fit goes back to it,
+/// and a depth past the integer cells would overrun the walks' stacks.
+bool qg_tree_config_ok(const qg_config *c, int32_t cap);
+
+/// A snapshot's pointer tree, before qg_validate walks it: from the root,
+/// every branch's children a whole block below node_high and no branch at
+/// depth QG_TREE_BITS, each node reached once, and with the free blocks
+/// (linked as qg_tree_blocks_ok reads them) every node once. The shared
+/// walks and the kinds' descents trust that shape: a child block pointing
+/// back up would make them loop or, past depth 15, overrun their stacks.
+/// QG_ERR_NOMEM when the map of the nodes (node_high bits, freed before
+/// returning) cannot be had.
+qg_status qg_tree_shape_check(qg_alloc *alloc, const void *tree, qg_tree_children_fn *children,
+                              const void *nodes, size_t stride, size_t link_offset, int32_t free_block,
+                              int32_t node_high, int32_t node_capacity);
 
 /* ---- Ray casts and nearest searches over integer cells ------------------
  *

@@ -111,6 +111,7 @@
 //   threads gave 1.8-1.9x at 1,000,000 (README).
 #include "../tree_common.h"
 #include "../kind.h"
+#include "../state.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -1019,7 +1020,130 @@ static qg_status quadtree_validate(const qg_index *index, size_t *bytes)
 
 #include "quadtree_undo.inc"
 
-QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .tune = &qg_tree_tune_rule, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
+/// What qt_read_check's walk gathers.
+typedef struct qt_read {
+    uint64_t *map;    ///< a bit per block below the pool's mark: met once
+    int32_t *stamp;   ///< per handle: the last leaf that listed it
+    int64_t marked;
+    bool ok;
+} qt_read;
+
+/// Marks block b of a chain; false when it lies outside the pool's mark or
+/// was met before.
+static bool qt_read_mark(const quadtree *qt, qt_read *r, int32_t b)
+{
+    if (b >= qt->blocks.high || (r->map[(uint32_t)b >> 6] >> ((uint32_t)b & 63) & 1))
+        return false;
+    r->map[(uint32_t)b >> 6] |= 1ull << ((uint32_t)b & 63);
+    r->marked++;
+    return true;
+}
+
+static void qt_read_visit(const void *tree, qt_cell c, int32_t children, void *ctx)
+{
+    const quadtree *qt = tree;
+    qt_read *r = ctx;
+    if (children >= 0 || !r->ok)
+        return;
+    const qt_node n = qt->nodes[c.node];
+    if (n.count < 0) {
+        r->ok = false;
+        return;
+    }
+    for (int32_t b = n.first_child, fill = qt_head_fill(n.count); b >= 0; b = qt->blocks.data[b].next, fill = QT_SLOTS) {
+        if (!qt_read_mark(qt, r, b)) {
+            r->ok = false;
+            return;
+        }
+        for (int32_t i = 0; i < fill; ++i) {
+            const qg_handle h = qt->blocks.data[b].h[i];
+            if (h < 0 || h >= qt->base.box_high || r->stamp[h] == c.node) {
+                r->ok = false;
+                return;
+            }
+            r->stamp[h] = c.node;
+        }
+    }
+}
+
+/// Reading a snapshot, once its nodes are a tree: every block below the
+/// pool's mark lies in one leaf's chain or on the free list, once, and no
+/// leaf lists a handle twice. quadtree_validate checks the counts, boxes and
+/// depths, but tells a handle listed twice from two handles only in the
+/// leaves it gathers, and a block in two chains (or in a chain and on the
+/// free list) adds up as two would: the next link, split or merge would
+/// then write one leaf's handles into another's.
+static qg_status qt_read_check(quadtree *qt)
+{
+    qg_alloc *alloc = &qt->base.alloc;
+    if (qt->blocks.high < 0 || qt->blocks.high > qt->blocks.capacity)
+        return QG_ERR_INVALID;
+    // One block: the map (whole words), then the stamps. Neither is read
+    // when its count is 0 (no block or handle passes the range checks).
+    const size_t map_bytes = ((size_t)qt->blocks.high + 63) / 64 * sizeof(uint64_t);
+    const size_t bytes = map_bytes + (size_t)qt->base.box_high * sizeof(int32_t);
+    unsigned char *scratch = bytes > 0 ? qg_mem_alloc(alloc, bytes) : NULL;
+    if (bytes > 0 && scratch == NULL)
+        return QG_ERR_NOMEM;
+    qt_read r = {(uint64_t *)(void *)scratch, scratch ? (int32_t *)(void *)(scratch + map_bytes) : NULL, 0, true};
+    if (bytes > 0) {
+        memset(scratch, 0, map_bytes);
+        memset(scratch + map_bytes, 0xFF, bytes - map_bytes); // -1: no leaf (leaves are nodes >= 0)
+    }
+    qg_tree_walk(qt, qt_children, qt_read_visit, &r);
+    for (int32_t b = qt->blocks.free_head; r.ok && b >= 0;) {
+        r.ok = qt_read_mark(qt, &r, b);
+        b = r.ok ? qt->blocks.data[b].next : -1;
+    }
+    qg_mem_free(alloc, scratch, bytes);
+    return r.ok && r.marked == qt->blocks.high ? QG_OK : QG_ERR_INVALID;
+}
+
+/// The state walk (state.h). Everything that decides a later answer or its
+/// order is here: the nodes (their order is the order leaves are walked),
+/// the blocks (a leaf's handles lie in them in the order pairs and queries
+/// report them; the free list decides which block the next link takes),
+/// the depths, the world and its re-fit counts, the depths and capacity in
+/// force, and the pools' capacities (a re-fit rebuilds only when the blocks
+/// hold every element in the root; splits in a re-fit use what the pools
+/// hold). `hold` and `held` live inside one qg_move_many call (batch_mark
+/// to batch_trim), zero between calls: not state.
+static void quadtree_state(qg_state *s, qg_index *d, const qg_index *src)
+{
+    quadtree *dq = (quadtree *)d;
+    const quadtree *sq = (const quadtree *)src;
+    QG_ST(s, dq, sq, max_depth);
+    QG_ST(s, dq, sq, leaf_capacity);
+    QG_ST(s, dq, sq, depth_cap);
+    QG_ST_BOOL(s, dq, sq, resplit);
+    qg_tree_world_state(s, &dq->world, &sq->world);
+    QG_TREE_NODES_STATE(s, dq, sq, sizeof(qt_node));
+    QG_ST(s, dq, sq, blocks.high);
+    QG_ST(s, dq, sq, blocks.free_head);
+    QG_ST(s, dq, sq, blocks.live);
+    qg_st_array(s, (void **)&dq->blocks.data, &dq->blocks.capacity, sq->blocks.data, sq->blocks.capacity,
+                sq->blocks.high, sizeof(qt_block));
+    qg_st_array(s, (void **)&dq->depths, &dq->depth_capacity, sq->depths, sq->depth_capacity,
+                qg_tree_slots_used(sq->depth_capacity, src->box_high), sizeof(uint8_t));
+    if (!qg_st_reading(s) || !qg_st_ok(s))
+        return;
+    // What quadtree_validate and the later calls trust without checking:
+    // depths within the integer cells (shifts, stacks), a tree (its walks).
+    if (dq->max_depth < 0 || dq->max_depth > QT_BITS || dq->depth_cap < 0 || dq->depth_cap > QT_BITS ||
+        dq->leaf_capacity < 1 || !qg_tree_world_ok(&dq->world, QT_SIDE) || !qg_tree_config_ok(&d->config, QT_BITS)) {
+        qg_st_fail(s, QG_ERR_INVALID);
+        return;
+    }
+    qg_status st = qg_tree_shape_check(&d->alloc, dq, qt_children, dq->nodes, sizeof(qt_node),
+                                       offsetof(qt_node, first_child), dq->free_block, dq->node_high,
+                                       dq->node_capacity);
+    if (st == QG_OK)
+        st = qt_read_check(dq);
+    if (st != QG_OK)
+        qg_st_fail(s, st);
+}
+
+QG_KIND_CLASS_EX(quadtree, QG_QUADTREE, quadtree, .tune = &qg_tree_tune_rule, .state = quadtree_state, .pairs_part = quadtree_pairs_part, .raycast = quadtree_raycast,
                  .nearest = quadtree_nearest, .insert_many = quadtree_insert_many, .move_many = quadtree_move_many,
                  .batch_mark = quadtree_batch_mark, .batch_undo = quadtree_batch_undo,
                  .batch_trim = quadtree_batch_trim);
