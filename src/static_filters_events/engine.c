@@ -273,6 +273,13 @@ static qg_status engine_move_one(qg_index *index, qg_handle h, qg_rect box)
     return s;
 }
 
+void qg_engine_set_table(qg_engine *e, const qg_kind_class *real)
+{
+    e->real = real;
+    e->table = *real;
+    e->table.move_one = engine_move_one;
+}
+
 /// (engine.h) The engine, made on first use: every live element (all in the kind,
 /// all dynamic) goes on the dynamic list. NULL on a failed allocation, with
 /// nothing changed.
@@ -287,9 +294,7 @@ qg_engine *qg_engine_get(qg_index *index)
     e->wide = qg_cpu_avx2();
     // The kind's own table, not a re-tune pending: none runs beside the
     // engine's layers (tune.h).
-    e->real = qg_tune_real(index);
-    e->table = *e->real;
-    e->table.move_one = engine_move_one;
+    qg_engine_set_table(e, qg_tune_real(index));
     index->engine = e;
     index->klass = &e->table;
     qg_txn txn;

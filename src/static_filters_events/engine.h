@@ -299,6 +299,9 @@ static inline int32_t qg_engine_layer_pos(const qg_index *index, qg_handle h)
 /// The engine, made on first use (and the kind's table swapped for its
 /// own); NULL on a failed allocation, with nothing changed.
 qg_engine *qg_engine_get(qg_index *index);
+/// Points the engine at `real`, the kind's own table, and makes its table
+/// (index->klass while the engine exists): `real` with the engine's move_one.
+void qg_engine_set_table(qg_engine *e, const qg_kind_class *real);
 /// Undoes qg_engine_get when the call that made the engine (`created`)
 /// fails after it.
 void qg_engine_drop_if_new(qg_index *index, bool created);
