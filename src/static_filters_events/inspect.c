@@ -96,6 +96,14 @@ qg_status qg_engine_validate(const qg_index *index, size_t *bytes)
     }
     if (pending != e->pending || layer != e->layer.live || dyn != e->dyn_count || nondefault != e->nondefault)
         return QG_ERR_INVALID;
+    // Slots past the high-water mark are what the next inserts take as
+    // they are: no flag, the default filter (a snapshot carries them).
+    for (qg_handle h = index->box_high; h < e->flags_cap; ++h)
+        if (e->flags[h] != 0)
+            return QG_ERR_INVALID;
+    for (qg_handle h = index->box_high; e->filters != NULL && h < e->filters_cap; ++h)
+        if (!qg_filter_is_default(e->filters[h]))
+            return QG_ERR_INVALID;
     for (int32_t i = 1; i < e->prev_count; ++i)
         if (e->prev[i - 1] >= e->prev[i])
             return QG_ERR_INVALID;
