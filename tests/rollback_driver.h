@@ -236,7 +236,10 @@ static inline uint64_t rb_frame(rb_world *w, qg_index *ix, qg_status *err)
         }
         if (s == QG_OK && w->frame % 4 == 1) {
             const int32_t i = (int32_t)rb_below(w, (uint32_t)w->n);
-            const qg_filter f = {1u << rb_below(w, 4), (uint32_t)rb_next(w) | 1u};
+            /* One draw a statement: the order of a call's arguments or an
+             * initializer's values is the compiler's (gcc and clang differ). */
+            const uint32_t category = 1u << rb_below(w, 4);
+            const qg_filter f = {category, (uint32_t)rb_next(w) | 1u};
             s = qg_set_filter(ix, w->h[i], f);
         }
     }
@@ -258,8 +261,9 @@ static inline uint64_t rb_frame(rb_world *w, qg_index *ix, qg_status *err)
     if (s == QG_OK)
         s = qg_query(ix, (qg_rect){qx - qr, qy - qr, qx + qr, qy + qr}, rb_query, &c);
     c.max_t = w->size;
+    const float dx = rb_unit(w) - 0.5f, dy = rb_unit(w) - 0.5f;
     if (s == QG_OK)
-        s = qg_raycast(ix, qx, qy, rb_unit(w) - 0.5f, rb_unit(w) - 0.5f, c.max_t, rb_ray, &c);
+        s = qg_raycast(ix, qx, qy, dx, dy, c.max_t, rb_ray, &c);
     qg_handle nh[4];
     float nd[4];
     int32_t found = 0;
