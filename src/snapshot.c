@@ -280,7 +280,15 @@ static void base_state(qg_state *s, qg_index *d, const qg_index *src)
     QG_ST(s, d, src, box_high);
     QG_ST(s, d, src, free_head);
     QG_ST(s, d, src, count);
-    if (s->mode == QG_ST_READ && s->ok && (d->box_high < 0 || d->count < 0 || d->count > d->box_high)) {
+    // The configuration as qg_create checks it: a later re-fit or re-tune
+    // builds a world from it.
+    const qg_config *c = &d->config;
+    if (s->mode == QG_ST_READ && s->ok &&
+        (d->box_high < 0 || d->count < 0 || d->count > d->box_high || !qg_box_valid(c->bounds) ||
+         !(c->bounds.min_x < c->bounds.max_x) || !(c->bounds.min_y < c->bounds.max_y) ||
+         !(isfinite(c->element_size) && c->element_size >= 0.0f) ||
+         !(isfinite(c->max_element_size) && c->max_element_size >= 0.0f) ||
+         !(isfinite(c->cell_size) && c->cell_size >= 0.0f) || c->max_depth < 0 || c->leaf_capacity < 0)) {
         qg_st_fail(s, QG_ERR_INVALID);
         return;
     }

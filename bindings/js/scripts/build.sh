@@ -51,7 +51,11 @@ build() { # name extra-flags
     emcc $cflags $2 $srcs src/qg_js.c "$root/apps/common/workload.c" -I"$root/apps/common" \
         $link -sEXPORT_NAME=createQuadgrid$1 -o "dist/quadgrid-$1.mjs"
 }
-build scalar ""
+# Scalar: no SIMD128 instructions, but the portable kernels' generic form
+# (-DQV_GENERIC: src/vec.h's vector extensions, lowered to scalar code), so
+# the point grid reports its pairs in the order every vector form does (its
+# own scalar loop finds the same pairs in another order; docs/rollback.md).
+build scalar "-DQV_GENERIC"
 # SIMD128: the library's portable kernels (src/vec.h) in SIMD128, and the
 # compiler's own vectoriser. Not -msse2: emscripten's SSE2 headers map some
 # intrinsics to several SIMD128 instructions, and such a build of the old
@@ -63,7 +67,7 @@ if [ "${1:-}" = "--diff" ]; then
     # CommonJS output beside the package's "type": "module".
     echo '{"type": "commonjs"}' > build/package.json
     for v in scalar simd; do
-        extra=""
+        extra="-DQV_GENERIC"
         [ "$v" = simd ] && extra="-msimd128"
         echo "build.sh: build/wasm_diff-$v.js"
         # shellcheck disable=SC2086
