@@ -16,26 +16,11 @@ import pytest
 import quadgrid
 from conftest import scene
 
-# The kinds whose state walk the C library has (qg_clone, qg_copy and the
-# snapshot calls answer QG_ERR_INVALID for the others), and whether the
-# engine's state (static elements, filters, overlap events) is walked too:
-# one file for both bindings' tests, bindings/rollback_kinds.json ("kinds": a
-# list or "all"), to widen as the walks land. Every test below runs on every
-# kind of quadgrid.KINDS; a kind outside the set is skipped, or checked to
-# refuse cleanly; while the engine is not walked, an index that used it is
-# checked to refuse, and the random sequences leave those calls out.
-with open(os.path.join(os.path.dirname(__file__), "..", "..", "rollback_kinds.json")) as _f:
-    _WALKED = json.load(_f)
-ROLLBACK_KINDS = set(quadgrid.KINDS) if _WALKED["kinds"] == "all" else set(_WALKED["kinds"])
-ROLLBACK_ENGINE = bool(_WALKED["engine"])
-
+# Every test below runs on every kind of quadgrid.KINDS, and the random
+# sequences include the engine's calls (static elements, filters, overlap
+# events): its state is carried by every copy too.
 SEED = 44
 BOUNDS = (0.0, 0.0, 100.0, 100.0)
-
-
-def rollback_kinds():
-    return [pytest.param(k, marks=pytest.mark.skipif(k not in ROLLBACK_KINDS, reason="no state walk yet"))
-            for k in quadgrid.KINDS]
 
 
 class Ops:
@@ -60,9 +45,7 @@ class Ops:
         """One random call on every index of ixs; returns a short name."""
         r = self.rng
         op = r.choice(["insert", "move", "remove", "pairs", "query", "nearest", "raycast", "cleanup",
-                       "static", "filter", "events"] if ROLLBACK_ENGINE else
-                      ["insert", "move", "remove", "pairs", "query", "nearest", "raycast", "cleanup"],
-                      p=None)
+                       "static", "filter", "events"])
         if op in ("move", "remove", "static", "filter") and not self.live:
             op = "insert"
         if op == "insert":
@@ -181,7 +164,7 @@ COPIES["copy_from"] = copy_into
 
 
 @pytest.mark.parametrize("how", sorted(COPIES))
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_copy_continues_identically(kind, how):
     ix, ops = built(kind)
     c = COPIES[how](ix)
@@ -195,7 +178,7 @@ def test_copy_continues_identically(kind, how):
     assert c.snapshot() == ix.snapshot()
 
 
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_copies_are_independent(kind):
     ix, ops = built(kind)
     before = ix.snapshot()
@@ -212,7 +195,7 @@ def test_copies_are_independent(kind):
     assert [c.snapshot() for c in copies] == snaps
 
 
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_rollback_loop(kind):
     """A game's rollback: keep a saved index, run frames, go back to the save
     (copy_from), run the same frames again: the same answers both times."""
@@ -260,7 +243,7 @@ class Recorder:
         return len(self.ix)
 
 
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_empty_and_fresh(kind):
     for ix in (quadgrid.Index(kind), quadgrid.Index(kind, BOUNDS, element_size=2.0, fixed_sizes=True)):
         for c in (ix.clone(), quadgrid.Index.from_snapshot(ix.snapshot()), pickle.loads(pickle.dumps(ix))):
@@ -274,7 +257,7 @@ def test_empty_and_fresh(kind):
     Ops(SEED + 4).run([ix, c], 50)
 
 
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_subclass_and_attributes_travel(kind):
     ix = Tagged(kind, BOUNDS)
     ix.insert(scene(SEED, 50))
@@ -298,21 +281,20 @@ def test_subclass_and_attributes_travel(kind):
 def test_copy_from_refuses_other_kinds_and_types():
     a = quadgrid.Index("brute_force", BOUNDS)
     a.insert(scene(SEED, 30))
-    before = a.snapshot() if "brute_force" in ROLLBACK_KINDS else None
+    before = a.snapshot()
     other = next(k for k in quadgrid.KINDS if k != "brute_force")
     b = quadgrid.Index(other, BOUNDS)
     with pytest.raises(ValueError, match="copy_from: QG_ERR_INVALID .*kinds differ"):
         a.copy_from(b)
     with pytest.raises(ValueError, match="kinds differ"):
         b.copy_from(a)
-    for bad in (None, 3, "brute_force", a.snapshot() if before else b"x"):
+    for bad in (None, 3, "brute_force", a.snapshot()):
         with pytest.raises(TypeError, match="copy_from: expected a quadgrid.Index"):
             a.copy_from(bad)
-    if before is not None:
-        assert a.snapshot() == before
+    assert a.snapshot() == before
 
 
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_copy_from_both_ways_on_two_threads(kind):
     """a.copy_from(b) and b.copy_from(a) at once: the locks are taken in one
     order, so neither thread waits on the other forever."""
@@ -346,7 +328,7 @@ def flip(data, i, bit=0):
     return bytes(b)
 
 
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_bad_bytes_raise(kind):
     ix, _ = built(kind, steps=40)
     good = ix.snapshot()
@@ -409,48 +391,7 @@ def test_bad_bytes_raise(kind):
     assert ix.snapshot() == good
 
 
-def unchanged_refusal(ix, fn, exc=ValueError, match=None):
-    pairs, n, stats = ix.pairs(), len(ix), ix.stats
-    with pytest.raises(exc, match=match):
-        fn()
-    np.testing.assert_array_equal(ix.pairs(), pairs)
-    assert len(ix) == n and ix.stats == stats
-    ix.validate()
-
-
-@pytest.mark.parametrize("kind", [k for k in quadgrid.KINDS if k not in ROLLBACK_KINDS] or
-                         [pytest.param(None, marks=pytest.mark.skip(reason="every kind has its walk"))])
-def test_kinds_without_a_walk_refuse_cleanly(kind):
-    """Until a kind's walk lands, every call refuses with ValueError and
-    changes nothing."""
-    ix = quadgrid.Index(kind, BOUNDS)
-    ix.insert(scene(SEED, 100))
-    ix.cleanup()
-    unchanged_refusal(ix, ix.clone, match="clone: QG_ERR_INVALID")
-    unchanged_refusal(ix, lambda: copy.copy(ix), match="clone: QG_ERR_INVALID")
-    unchanged_refusal(ix, lambda: copy.deepcopy(ix), match="clone: QG_ERR_INVALID")
-    unchanged_refusal(ix, ix.snapshot, match="snapshot: QG_ERR_INVALID")
-    unchanged_refusal(ix, lambda: pickle.dumps(ix), match="snapshot: QG_ERR_INVALID")
-    other = quadgrid.Index(kind, BOUNDS)
-    unchanged_refusal(other, lambda: other.copy_from(ix), match="copy_from: QG_ERR_INVALID")
-
-
-@pytest.mark.skipif(ROLLBACK_ENGINE, reason="the engine's state is walked")
-@pytest.mark.parametrize("kind", rollback_kinds())
-@pytest.mark.parametrize("engine", ["static", "filter", "events"])
-def test_engine_state_refuses_cleanly_until_walked(kind, engine):
-    ix = quadgrid.Index(kind, BOUNDS)
-    h = ix.insert(scene(SEED, 60))
-    {"static": lambda: ix.set_static(h[:5]), "filter": lambda: ix.set_filter(h[:5], 2, 2),
-     "events": ix.pair_events}[engine]()
-    unchanged_refusal(ix, ix.clone, match="clone: QG_ERR_INVALID .*cannot copy this %s index yet" % kind)
-    unchanged_refusal(ix, lambda: pickle.dumps(ix), match="snapshot: QG_ERR_INVALID .*cannot snapshot")
-    other = quadgrid.Index(kind, BOUNDS)
-    unchanged_refusal(other, lambda: other.copy_from(ix), match="copy_from: QG_ERR_INVALID")
-
-
-@pytest.mark.skipif(not ROLLBACK_ENGINE, reason="the engine's state is not walked yet")
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_events_continue_after_a_snapshot(kind):
     """The event state is state: a copy reports the same began/ended events."""
     ix, ops = built(kind)
@@ -458,8 +399,13 @@ def test_events_continue_after_a_snapshot(kind):
     ix.set_filter(np.array(ops.live[10:20], np.int32), 2, 2)
     ix.pair_events()
     Ops(SEED + 9, ops.live).run([ix], 30)
-    for c in (ix.clone(), pickle.loads(pickle.dumps(ix)), copy_into(ix)):
-        Ops(SEED + 10, ops.live).same("events", [ix.clone().pair_events(), c.pair_events()])
+    for c in (ix.clone(), quadgrid.Index.from_snapshot(ix.snapshot()), pickle.loads(pickle.dumps(ix)),
+              copy_into(ix)):
+        twin = ix.clone()
+        Ops(SEED + 10).same("events", [twin.pair_events(), c.pair_events()])
+        # And on from there in lockstep, the engine's calls included.
+        Ops(SEED + 11, ops.live).run([twin, c], 40)
+        assert c.snapshot() == twin.snapshot()
 
 
 NODE = shutil.which("node")
@@ -483,7 +429,7 @@ ix.free();
 
 
 @pytest.mark.skipif(NODE is None or not JS_BUILT, reason="node and the JavaScript build (bindings/js/dist) needed")
-@pytest.mark.parametrize("kind", rollback_kinds())
+@pytest.mark.parametrize("kind", quadgrid.KINDS)
 def test_snapshot_reads_in_javascript(kind, tmp_path):
     """A snapshot written here reads in the JavaScript package (wasm32) and
     continues the same there; the snapshot it writes back is byte for byte
