@@ -398,13 +398,14 @@ def test_events_continue_after_a_snapshot(kind):
     ix.set_static(np.array(ops.live[:10], np.int32))
     ix.set_filter(np.array(ops.live[10:20], np.int32), 2, 2)
     ix.pair_events()
-    Ops(SEED + 9, ops.live).run([ix], 30)
+    later = Ops(SEED + 9, ops.live)  # its live handles go on from here
+    later.run([ix], 30)
     for c in (ix.clone(), quadgrid.Index.from_snapshot(ix.snapshot()), pickle.loads(pickle.dumps(ix)),
               copy_into(ix)):
         twin = ix.clone()
         Ops(SEED + 10).same("events", [twin.pair_events(), c.pair_events()])
         # And on from there in lockstep, the engine's calls included.
-        Ops(SEED + 11, ops.live).run([twin, c], 40)
+        Ops(SEED + 11, later.live).run([twin, c], 40)
         assert c.snapshot() == twin.snapshot()
 
 
