@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -119,6 +120,10 @@ bool qg_txn_reserve(qg_txn *txn, void **data, int32_t *capacity, size_t elem_siz
     txn->entry[txn->count].old_capacity = *capacity;
     txn->entry[txn->count].elem_size = elem_size;
     txn->count++;
+    // The grown part starts zeroed: a kind may carry slots it has not yet
+    // written into a snapshot (state.h), and the same state must make the
+    // same bytes (rollback netcode compares them), never the heap's leftovers.
+    memset((unsigned char *)p + (size_t)*capacity * elem_size, 0, (size_t)(cap - *capacity) * elem_size);
     *data = p;
     *capacity = (int32_t)cap;
     return true;
