@@ -437,6 +437,122 @@ static void test_insert_many(void **state)
     qg_destroy(twin);
 }
 
+/* The pairs of boxes b[0..n) (handle i = box i), sorted as tu_collect_pair
+ * stores them: a sweep over min_x, independent of the library. */
+static const qg_rect *g_sweep_boxes;
+static int sweep_cmp(const void *a, const void *b)
+{
+    const float x = g_sweep_boxes[*(const int32_t *)a].min_x, y = g_sweep_boxes[*(const int32_t *)b].min_x;
+    return (x > y) - (x < y);
+}
+
+static void sweep_pairs(const qg_rect *b, int32_t n, tu_vec *out)
+{
+    int32_t *o = malloc((size_t)n * sizeof *o);
+    assert_non_null(o);
+    for (int32_t i = 0; i < n; i++)
+        o[i] = i;
+    g_sweep_boxes = b;
+    qsort(o, (size_t)n, sizeof *o, sweep_cmp);
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = i + 1; j < n && b[o[j]].min_x <= b[o[i]].max_x; j++)
+            if (tu_overlap(b[o[i]], b[o[j]])) {
+                const int64_t lo = o[i] < o[j] ? o[i] : o[j], hi = o[i] < o[j] ? o[j] : o[i];
+                tu_vec_push(out, lo * ((int64_t)1 << 32) + hi);
+            }
+    tu_vec_sort(out);
+    free(o);
+}
+
+static void expect_pairs(const qg_index *idx, const qg_rect *b, int32_t n, const char *what)
+{
+    tu_vec want = {0};
+    tu_collect got;
+    memset(&got, 0, sizeof got);
+    sweep_pairs(b, n, &want);
+    assert_int_equal(qg_pairs(idx, tu_collect_pair, &got), QG_OK);
+    tu_vec_sort(&got.out);
+    if (got.out.n != want.n || (want.n > 0 && memcmp(got.out.v, want.v, want.n * sizeof *want.v) != 0))
+        fail_msg("%s: %zu pairs, the sweep finds %zu", what, got.out.n, want.n);
+    tu_vec_free(&want);
+    tu_vec_free(&got.out);
+}
+
+/* qg_insert_many builds a split tree: into an empty tree (it used to leave
+ * every element in the root leaf, so qg_pairs tested n^2/2 pairs, and
+ * neither qg_cleanup nor later moves split it), and a clustered batch into
+ * a built one (leaves it took past twice leaf_capacity stayed whole) splits
+ * as the same boxes inserted one at a time do. Structure, not time. */
+static void test_insert_many_splits(void **state)
+{
+    (void)state;
+    tu_skip_unless_built(g_kind);
+    if (g_kind != QG_QUADTREE && g_kind != QG_LOOSE_QUADTREE && g_kind != QG_LEVEL_QUADTREE &&
+        g_kind != QG_BUCKET_QUADTREE)
+        skip();
+    const uint64_t seed = tu_env_seed(0x5b1c);
+    printf("seed %llu\n", (unsigned long long)seed);
+    tu_rng r;
+    tu_rng_seed(&r, seed);
+    static const int32_t sizes[] = {3000, 30000};
+    for (int k = 0; k < 2; k++) {
+        const int32_t n = sizes[k], m = n / 10;
+        const float side = 16.0f * sqrtf((float)n);
+        qg_rect *b = malloc((size_t)(n + m) * sizeof *b);
+        qg_handle *h = malloc((size_t)(n + m) * sizeof *h);
+        assert_non_null(b);
+        assert_non_null(h);
+        for (int32_t i = 0; i < n; i++) {
+            const float x = tu_rng_range(&r, 0, side), y = tu_rng_range(&r, 0, side);
+            b[i] = tu_rect(x, y, x + 4, y + 4);
+        }
+        for (int32_t i = n; i < n + m; i++) { /* a cluster, 1/16 of the side wide */
+            const float x = side / 3 + tu_rng_range(&r, 0, side / 16), y = side / 3 + tu_rng_range(&r, 0, side / 16);
+            b[i] = tu_rect(x, y, x + 4, y + 4);
+        }
+        qg_config c = qg_default_config(g_kind);
+        qg_index *idx = NULL, *twin = NULL;
+        assert_int_equal(qg_create(&c, &idx), QG_OK);
+        assert_int_equal(qg_create(&c, &twin), QG_OK);
+        assert_int_equal(qg_insert_many(idx, b, n, h), QG_OK);
+        for (int32_t i = 0; i < n; i++)
+            assert_int_equal(h[i], i);
+        qg_stats st = qg_get_stats(idx);
+        if (st.leaves <= n / 64)
+            fail_msg("seed %llu: %d boxes inserted at once into an empty tree lie in %d leaves",
+                     (unsigned long long)seed, n, st.leaves);
+        qg_cleanup(idx);
+        st = qg_get_stats(idx);
+        if (st.leaves <= n / 64)
+            fail_msg("seed %llu: %d boxes, %d leaves after qg_cleanup", (unsigned long long)seed, n, st.leaves);
+        expect_pairs(idx, b, n, "an empty tree's batch");
+        if (n <= 3000) {
+            qg_index *oracle = NULL;
+            qg_config co = qg_default_config(QG_BRUTE_FORCE);
+            assert_int_equal(qg_create(&co, &oracle), QG_OK);
+            assert_int_equal(qg_insert_many(oracle, b, n, h), QG_OK);
+            tu_expect_same(idx, oracle, n, "seed %llu: %d boxes at once", (unsigned long long)seed, n);
+            qg_destroy(oracle);
+        }
+        /* the clustered batch into the built tree, and the same boxes one
+         * at a time into a twin built the same way */
+        assert_int_equal(qg_insert_many(twin, b, n, h), QG_OK);
+        qg_cleanup(twin);
+        assert_int_equal(qg_insert_many(idx, b + n, m, h + n), QG_OK);
+        for (int32_t i = n; i < n + m; i++)
+            assert_int_equal(qg_insert(twin, b[i]), h[i]);
+        const qg_stats sa = qg_get_stats(idx), sb = qg_get_stats(twin);
+        if ((int64_t)sa.leaves * 10 < (int64_t)sb.leaves * 9 || sa.max_depth_reached < sb.max_depth_reached)
+            fail_msg("seed %llu: a clustered batch of %d: %d leaves, depth %d; one at a time: %d leaves, depth %d",
+                     (unsigned long long)seed, m, sa.leaves, sa.max_depth_reached, sb.leaves, sb.max_depth_reached);
+        expect_pairs(idx, b, n + m, "a clustered batch");
+        qg_destroy(idx);
+        qg_destroy(twin);
+        free(b);
+        free(h);
+    }
+}
+
 /* The k-th allocation fails, once or from then on: QG_ERR_NOMEM, and the
  * index answers as before and gives the same handles to the next inserts. */
 static qg_status insert_many_run(tu_alloc *ta, long k, void *user)
@@ -506,6 +622,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ray_box),     cmocka_unit_test(test_raycast),
         cmocka_unit_test(test_nearest),     cmocka_unit_test(test_lattice_unsettled),
         cmocka_unit_test(test_insert_many), cmocka_unit_test(test_insert_many_oom),
+        cmocka_unit_test(test_insert_many_splits),
     };
     return tu_kind_main_tests(argc, argv, "queries", &g_kind, tests);
 }

@@ -239,6 +239,23 @@ static inline bool qt_split_due(int32_t count, int32_t capacity)
     return count > capacity && (count <= 2 * capacity || (count & (count - 1)) == 0);
 }
 
+/// qt_split_due for a leaf a batch took from `before` to `after` elements:
+/// true when one of the counts it passed through is one at which an insert
+/// would have tried (so a batch tries a leaf at most once, and no leaf an
+/// insert at a time would not have tried).
+static inline bool qt_split_due_batch(int32_t before, int32_t after, int32_t capacity)
+{
+    const int32_t lo = before >= capacity ? before + 1 : capacity + 1;
+    if (after < lo)
+        return false;
+    if (lo <= 2 * capacity)
+        return true;
+    int32_t p = after; // the highest power of two up to `after`
+    while (p & (p - 1))
+        p &= p - 1;
+    return p >= lo;
+}
+
 /// Splits the over-full leaves under `from` that b overlaps (`all`: every
 /// one, else those qt_split_due names).
 static void qt_split_leaves(quadtree *qt, qt_cell from, qt_ibox b, bool all)
@@ -410,18 +427,41 @@ static qg_status quadtree_insert(qg_index *index, qg_txn *txn, qg_handle h, qg_r
     return s;
 }
 
+/// The splits a batch's links call for: the leaves under b's descent that
+/// the batch over-filled (added[]: its links per node that was there before
+/// it; qt_split_due_batch), each tried once (its added[] entry is then 0).
+/// Nodes the splits make lie past `nodes` or came off the free list, and
+/// the batch linked none of them.
+static void qt_split_batch_leaves(quadtree *qt, qt_ibox b, int32_t *added, int32_t nodes)
+{
+    qt_iter it;
+    qt_cell c;
+    qt_iter_start(&it, qt_descend(qt, qt_root, b));
+    while (qt_next_leaf(qt, &it, b, &c)) {
+        if (c.node >= nodes || added[c.node] == 0)
+            continue;
+        const int32_t count = qt->nodes[c.node].count;
+        const int32_t before = count - added[c.node];
+        added[c.node] = 0;
+        if (c.depth < qt->max_depth && qt_split_due_batch(before, count, qt->leaf_capacity))
+            qt_try_split(qt, c);
+    }
+}
+
 /// qg_insert_many: one re-fit check for the whole batch (a re-fit rebuilds
 /// from every live slot, the new ones included, and is then the whole
-/// job), else one sort and the inserts in the order of the boxes' min
-/// corners' cells, so each descent walks the nodes the last one left in the
-/// cache (their loads started well ahead: in that order handles, boxes and
+/// job; the blocks it needs, one per QT_SLOTS elements in the root, are
+/// reserved first, so a first batch into an empty tree is fitted and split
+/// level by level rather than left in one leaf), else one sort and the
+/// inserts in the order of the boxes' min corners' cells, so each descent
+/// walks the nodes the last one left in the cache (their loads started well ahead: in that order handles, boxes and
 /// depths lie anywhere). All or nothing, and no trace: every block the
 /// batch links into the leaves it finds is counted and reserved before
 /// anything changes (a leaf's links need a new block each QT_SLOTS), then
-/// every element is linked, then the leaves it over-filled split, each
-/// split allocating on its own as any split does (a refused one leaves the
-/// leaf fuller). Without memory for the sort's scratch the boxes go in the
-/// order given.
+/// every element is linked, then the leaves it over-filled split (each
+/// tried once, as qt_split_due_batch says), each split allocating on its
+/// own as any split does (a refused one leaves the leaf fuller). Without
+/// memory for the sort's scratch the boxes go in the order given.
 static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_handle *handles, int32_t n)
 {
     quadtree *qt = (quadtree *)index;
@@ -431,8 +471,16 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
     if (!qg_txn_reserve(txn, (void **)&qt->depths, &qt->depth_capacity, sizeof(uint8_t), (int64_t)top + 1))
         return QG_ERR_NOMEM;
     const int64_t count = (int64_t)index->count + n;
+    // Grow first: the re-fit rebuilds only with the root's blocks in hand
+    // (without them the batch would go in unfitted and unsplit). It changes
+    // nothing before this reservation, and nothing can fail after it.
+    if (qg_tree_grown(&qt->world, count) &&
+        !qg_txn_reserve(txn, (void **)&qt->blocks.data, &qt->blocks.capacity, sizeof(qt_block),
+                        qt_blocks_for(count)))
+        return QG_ERR_NOMEM;
     if (qg_tree_grown(&qt->world, count) && qt_refit(qt, -1, true, count))
         return QG_OK;
+    const int32_t nodes = qt->node_high;
     // The links each leaf takes, to count the blocks they need.
     const size_t added_bytes = (size_t)qt->node_high * sizeof(int32_t);
     int32_t *const added = qg_mem_alloc(&index->alloc, added_bytes);
@@ -460,10 +508,10 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
         while (qt_next_leaf(qt, &it, b, &c))
             need += (qt->nodes[c.node].count + added[c.node]++) % QT_SLOTS == 0;
     }
-    qg_mem_free(&index->alloc, added, added_bytes);
     if (!qt_blocks_reserve(txn, &qt->blocks, need)) {
         if (block != NULL)
             qg_mem_free(&index->alloc, block, 2 * bytes);
+        qg_mem_free(&index->alloc, added, added_bytes);
         return QG_ERR_NOMEM;
     }
     // Nothing allocates from here on but the splits, which may fail. The
@@ -506,12 +554,12 @@ static qg_status quadtree_insert_many(qg_index *index, qg_txn *txn, const qg_han
             if (filled != NULL && !filled[done])
                 continue;
             const qg_handle h = handles[key != NULL ? (int32_t)(uint32_t)key[done] : done];
-            const qt_ibox b = qt_map_box(qt, index->boxes[h]);
-            qt_split_leaves(qt, qt_descend(qt, qt_root, b), b, false);
+            qt_split_batch_leaves(qt, qt_map_box(qt, index->boxes[h]), added, nodes);
         }
     }
     if (block != NULL)
         qg_mem_free(&index->alloc, block, 2 * bytes);
+    qg_mem_free(&index->alloc, added, added_bytes);
     return QG_OK;
 }
 
