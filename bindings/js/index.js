@@ -546,7 +546,6 @@ export class Index {
     const out = M._qgjs_scratch(2, 8);
     if (out === 0) fail(-3, "clone");
     const s = M._qgjs_clone(ix, out);
-    if (s === -1) fail(s, `clone (the library cannot copy this ${this.kind} index yet)`);
     check(s, "clone");
     return Index.#adopt(M.HEAP32[out >> 2], this.#kind, this.#eventPairs);
   }
@@ -563,7 +562,6 @@ export class Index {
     if (other.#kind !== this.#kind) fail(-1, `copyFrom (kinds differ: this index is ${this.kind}, the other ${other.kind})`);
     if (other === this) return;
     const s = M._qgjs_copy(dst, src);
-    if (s === -1) fail(s, `copyFrom (the library cannot copy this ${this.kind} index yet)`);
     check(s, "copyFrom");
     this.#eventPairs = other.#eventPairs;
   }
@@ -581,7 +579,6 @@ export class Index {
     if (p === 0) fail(-3, "snapshot");
     try {
       const s = M._qgjs_snapshot_write(ix, p, n);
-      if (s === -1) fail(s, `snapshot (the library cannot snapshot this ${this.kind} index yet)`);
       check(s, "snapshot");
       return M.HEAPU8.slice(p, p + n);
     } finally {

@@ -473,11 +473,6 @@ class Index:
         new.kind = kind
         return new
 
-    def _no_walk(self, verb):
-        # QG_ERR_INVALID from qg_clone, qg_copy or qg_snapshot_write on a good
-        # index: the library has no state walk for part of it yet.
-        return "the library cannot %s this %s index yet" % (verb, self.kind)
-
     def clone(self):
         """An independent copy (``qg_clone``): it answers every later call
         exactly as this index would, in the same order (pairs included), and
@@ -487,7 +482,7 @@ class Index:
         with self._lock:
             st = lib.qgpy_clone(self._s, out)
         if st != lib.QG_OK:
-            _raise(st, "clone", detail=self._no_walk("copy"))
+            _raise(st, "clone")
         return Index._adopt(type(self), out[0], self.kind)
 
     def __copy__(self):
@@ -524,7 +519,7 @@ class Index:
         with first._lock, second._lock:
             st = lib.qgpy_copy(self._s, other._s)
         if st != lib.QG_OK:
-            _raise(st, "copy_from", detail=self._no_walk("copy"))
+            _raise(st, "copy_from")
 
     def snapshot(self):
         """The index's whole state as ``bytes`` (``qg_snapshot_write``):
@@ -537,7 +532,7 @@ class Index:
             buf = bytearray(n)
             st = lib.qgpy_snapshot_write(self._s, ffi.from_buffer(buf), n) if n else lib.QG_ERR_INVALID
         if st != lib.QG_OK:
-            _raise(st, "snapshot", detail=self._no_walk("snapshot"))
+            _raise(st, "snapshot")
         return bytes(buf)
 
     @classmethod
